@@ -1,0 +1,136 @@
+// Kernel interface: tracefs and tracepoint formats, maps, program load with the
+// verifier log, and attach. Uses libbpf's low-level fd API only (DESIGN.md,
+// Contract): no bpf_object. Every kernel object is a move-only owner that
+// closes on destruction, so every exit path detaches.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <cstdint>
+#include <expected>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bpfscope::bpf {
+
+// An error from the kernel interface: errno plus a readable message that names
+// what failed ("perf_event_open(tracepoint syscalls:sys_enter_openat): ...").
+struct Error {
+  int err = 0;  // positive errno
+  std::string message;
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+// Owns one file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  int release() { int f = fd_; fd_ = -1; return f; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// ---- tracefs and tracepoints ----
+
+// Mounts tracefs on /sys/kernel/tracing if it is not mounted. Returns the
+// tracefs root ("/sys/kernel/tracing").
+Result<std::string> tracefs_root();
+
+struct TracepointField {
+  std::string name;       // "filename"
+  std::string type;       // as in the format file: "const char *", "int", "char[16]"
+  uint32_t offset = 0;
+  uint32_t size = 0;
+  bool is_signed = false;
+  bool data_loc = false;  // __data_loc: the u32 at offset holds (len << 16 | offset)
+  uint32_t array_len = 0; // for "char comm[16]": 16; 0 if not an array
+};
+
+struct TracepointFormat {
+  std::string category;
+  std::string event;
+  uint32_t id = 0;
+  std::vector<TracepointField> fields;  // without the common_* fields
+};
+
+// Reads events/<category>/<event>/format. ENOENT when the event does not exist.
+Result<TracepointFormat> read_tracepoint_format(std::string_view category, std::string_view event);
+
+// All tracepoints "category:event" matching a glob pattern over both parts
+// ("syscalls:sys_enter_*", "*:*"), sorted.
+Result<std::vector<std::string>> list_tracepoints(std::string_view category_glob, std::string_view event_glob);
+
+// fnmatch-style match with '*' and '?' (no brackets), used for all probe wildcards.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+// ---- maps and programs ----
+
+Result<Fd> create_map(bpf_map_type type, std::string_view name, uint32_t key_size, uint32_t value_size,
+                      uint32_t max_entries, uint32_t flags = 0);
+
+struct LoadError {
+  int err = 0;          // positive errno from BPF_PROG_LOAD
+  std::string log;      // the verifier log (may be empty)
+};
+
+struct ProgramSpec {
+  bpf_prog_type type = BPF_PROG_TYPE_TRACEPOINT;
+  bpf_attach_type expected_attach_type = static_cast<bpf_attach_type>(0);
+  uint32_t attach_btf_id = 0;  // tp_btf (issue 3)
+  std::string name;            // up to 15 characters are kept by the kernel
+  std::span<const bpf_insn> insns;
+  uint32_t log_level = 0;      // 0: log only on failure (retried with level 1); 1/2: always
+};
+
+struct Loaded {
+  Fd fd;
+  std::string log;  // verifier log when log_level > 0
+};
+
+std::expected<Loaded, LoadError> load_program(const ProgramSpec& spec);
+
+// Runs a program once with BPF_PROG_TEST_RUN (used for BEGIN/END, loaded as
+// BPF_PROG_TYPE_RAW_TRACEPOINT). Returns the program's return value.
+Result<uint32_t> run_once(int prog_fd);
+
+// ---- attach ----
+
+// An attached probe: the perf event (if any) and the BPF link. Closing both
+// detaches.
+struct Link {
+  Fd perf;
+  Fd link;
+};
+
+// A classic tracepoint, system-wide: perf_event_open(PERF_TYPE_TRACEPOINT)
+// then bpf_link_create(BPF_PERF_EVENT), falling back to PERF_EVENT_IOC_SET_BPF.
+Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1);
+
+// A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)
+// on one CPU (cpu >= 0) or, with cpu = -1, one event per online CPU.
+// `period` is the sample period, or the frequency when `freq` is set.
+Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uint64_t period, bool freq,
+                                               int cpu, int pid = -1);
+
+// Online CPU ids (from /sys/devices/system/cpu/online), and the possible count.
+std::vector<int> online_cpus();
+int possible_cpus();
+
+// Whether the kernel offers a mechanism, probed without side effects
+// (kprobe PMU, fentry loads, ...). For the error messages of missing probes.
+bool has_kprobe_support();
+
+}  // namespace bpfscope::bpf

@@ -1,0 +1,135 @@
+// The abstract syntax tree. Nodes are plain values owned by ast::Program and
+// referred to by index (ExprId, StmtId). Every node carries its source range.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lang/source.h"
+
+namespace bpfscope::lang {
+
+using ExprId = uint32_t;
+using StmtId = uint32_t;
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+enum class ExprKind {
+  Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg)
+  String,       // sval: the literal with escapes decoded
+  Identifier,   // name: a builtin (pid, comm, args, ...), a constant or a type name
+  Positional,   // ival = N for $N
+  PositionalCount,  // $#
+  Variable,     // name including '$' ("$x")
+  Map,          // name including '@' ("@m", "@" for the anonymous map); args = keys (empty: scalar map)
+  Call,         // name, args
+  Unary,        // op (Neg, LNot, BNot, Deref, AddrOf), args[0]
+  Binary,       // op, args[0], args[1]
+  Ternary,      // args[0] ? args[1] : args[2]
+  Field,        // args[0].name or args[0]->name (arrow = true); name may be "0" for tuple index
+  Index,        // args[0][args[1]]
+  Cast,         // (name)args[0]; name is the type text as written ("uint8", "struct sock *")
+  Tuple,        // (args...)
+  IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
+  Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])
+  Offsetof,     // offsetof(name, sval-field)
+};
+
+enum class Op {
+  None,
+  // binary
+  Add, Sub, Mul, Div, Mod,
+  BAnd, BOr, BXor, Shl, Shr,
+  Eq, Ne, Lt, Le, Gt, Ge,
+  LAnd, LOr,
+  // unary
+  Neg, LNot, BNot, Deref, AddrOf,
+  // inc/dec
+  PreInc, PreDec, PostInc, PostDec,
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::Integer;
+  Loc loc;
+  Op op = Op::None;
+  uint64_t ival = 0;
+  std::string name;
+  std::string sval;
+  bool arrow = false;     // Field: written with "->"
+  bool type_arg = false;  // Sizeof: the argument is a type name in `name`
+  std::vector<ExprId> args;
+};
+
+enum class StmtKind {
+  Expr,       // expr
+  Assign,     // target = value, or target op= value when op != Op::None
+  If,         // if (expr) body else else_body; else-if is an If inside else_body
+  Return,     // return
+  Block,      // { body }
+  While,      // while (expr) body
+  Unroll,     // unroll (expr) body
+  For,        // for ($v : @map) body, or for ($v : a..b) body (expr = a, range_end = b)
+  Break,
+  Continue,
+  Let,        // let $name [: type_name] [= value]: target is a Variable expr, value may be kNone
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::Expr;
+  Loc loc;
+  ExprId expr = kNone;    // Expr/If/While/Unroll condition; For: the map or range start
+  ExprId range_end = kNone;  // For over a range a..b: b
+  ExprId target = kNone;  // Assign/Let: the Variable or Map being written
+  ExprId value = kNone;   // Assign/Let: the value
+  Op op = Op::None;       // Assign: compound operator (Add for +=, ...)
+  std::string iter_var;   // For: "$kv"
+  std::string type_name;  // Let: declared type, if any
+  std::vector<StmtId> body;
+  std::vector<StmtId> else_body;
+  bool has_else = false;
+};
+
+// One attach point as written, e.g. "tracepoint:syscalls:sys_enter_*",
+// "interval:s:1", "BEGIN". Sema splits and expands it.
+struct AttachPoint {
+  std::string text;
+  Loc loc;
+};
+
+struct Probe {
+  Loc loc;  // the attach point list
+  std::vector<AttachPoint> points;
+  ExprId predicate = kNone;
+  std::vector<StmtId> body;
+};
+
+// `#define NAME value` lines from the C-definitions prefix.
+struct Define {
+  std::string name;
+  std::string value;
+  Loc loc;
+};
+
+// A `struct|union|enum ... { ... };` definition kept as raw text (issue 3 parses it).
+struct CDefinition {
+  std::string text;
+  Loc loc;
+};
+
+struct Program {
+  Source source;
+  std::vector<Expr> exprs;
+  std::vector<Stmt> stmts;
+  std::vector<Probe> probes;
+  std::vector<Define> defines;
+  std::vector<std::string> includes;  // header names from #include lines
+  std::vector<CDefinition> c_definitions;
+  // config = { key = value; ... }: raw key and value text.
+  std::vector<std::pair<std::string, std::string>> config;
+
+  const Expr& expr(ExprId id) const { return exprs[id]; }
+  const Stmt& stmt(StmtId id) const { return stmts[id]; }
+};
+
+}  // namespace bpfscope::lang

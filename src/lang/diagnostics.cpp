@@ -1,0 +1,69 @@
+#include "lang/diagnostics.h"
+
+#include <fmt/format.h>
+
+namespace bpfscope::lang {
+
+void Diagnostics::error(Loc loc, std::string msg, std::vector<std::string> hints) {
+  diags_.push_back({Severity::Error, loc, true, std::move(msg), std::move(hints)});
+  ++errors_;
+}
+
+void Diagnostics::warning(Loc loc, std::string msg, std::vector<std::string> hints) {
+  diags_.push_back({Severity::Warning, loc, true, std::move(msg), std::move(hints)});
+}
+
+void Diagnostics::error_unlocated(std::string msg, std::vector<std::string> hints) {
+  diags_.push_back({Severity::Error, {}, false, std::move(msg), std::move(hints)});
+  ++errors_;
+}
+
+static std::string expand_tabs(std::string_view line) {
+  std::string out;
+  for (char c : line) {
+    if (c == '\t')
+      out += "    ";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string render(const Source& src, const Diagnostic& d) {
+  const char* sev = d.severity == Severity::Error ? "ERROR" : "WARNING";
+  std::string out;
+  if (!d.located) {
+    out = fmt::format("{}: {}\n", sev, d.message);
+  } else {
+    LineCol a = src.line_col(d.loc.begin);
+    LineCol b = src.line_col(d.loc.end > d.loc.begin ? d.loc.end - 1 : d.loc.begin);
+    if (a.line != b.line) {
+      out = fmt::format("{}:{}-{}: {}: {}\n", src.name(), a.line, b.line, sev, d.message);
+      // 0.26 prints every line of the range, with no underline.
+      uint32_t off = d.loc.begin;
+      for (uint32_t l = a.line; l <= b.line && off <= src.text().size(); ++l) {
+        std::string_view line = src.line_of(off);
+        out += expand_tabs(line) + "\n";
+        off = static_cast<uint32_t>(line.data() - src.text().data() + line.size() + 1);
+      }
+    } else {
+      uint32_t end_col = d.loc.end > d.loc.begin ? src.line_col(d.loc.end).col : a.col + 1;
+      if (d.loc.end > d.loc.begin && src.line_col(d.loc.end).line != a.line) end_col = b.col + 1;
+      out = fmt::format("{}:{}:{}-{}: {}: {}\n", src.name(), a.line, a.col, end_col, sev, d.message);
+      out += expand_tabs(src.line_of(d.loc.begin)) + "\n";
+      out += std::string(a.col - 1, ' ') + std::string(end_col > a.col ? end_col - a.col : 1, '~') + "\n";
+    }
+  }
+  for (const auto& h : d.hints) out += fmt::format("HINT: {}\n", h);
+  return out;
+}
+
+std::string Diagnostics::render(const Source& src) const {
+  std::string out;
+  for (auto sev : {Severity::Error, Severity::Warning})
+    for (const auto& d : diags_)
+      if (d.severity == sev) out += lang::render(src, d);
+  return out;
+}
+
+}  // namespace bpfscope::lang

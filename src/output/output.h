@@ -1,0 +1,113 @@
+// Output: one value model, rendered as bpftrace text (and later JSON, folded
+// stacks, SVG, Prometheus). This stage depends on nothing else in bpfscope:
+// the runtime decodes kernel bytes into these values and calls the renderers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace bpfscope::output {
+
+// A decoded value.
+struct Value {
+  enum class Kind { None, Int, UInt, Bool, String, Tuple };
+  Kind kind = Kind::None;
+  int64_t i = 0;   // Int, Bool (0/1)
+  uint64_t u = 0;  // UInt
+  std::string s;   // String
+  std::vector<Value> elems;  // Tuple
+
+  static Value of_int(int64_t v) { Value x; x.kind = Kind::Int; x.i = v; return x; }
+  static Value of_uint(uint64_t v) { Value x; x.kind = Kind::UInt; x.u = v; return x; }
+  static Value of_bool(bool v) { Value x; x.kind = Kind::Bool; x.i = v; return x; }
+  static Value of_string(std::string v) { Value x; x.kind = Kind::String; x.s = std::move(v); return x; }
+  static Value of_tuple(std::vector<Value> v) { Value x; x.kind = Kind::Tuple; x.elems = std::move(v); return x; }
+};
+
+// Text of a value as bpftrace prints it with print() and in map values:
+// ints in decimal, bool true/false, strings bare, tuples "(1, a, (2, 3))".
+std::string to_text(const Value& v);
+
+// A map key as printed between [ ]: like to_text, but a tuple key loses its
+// outer parentheses ("@t[a, 2]").
+std::string key_text(const Value& key);
+
+enum class AggKind { Plain, Count, Sum, Min, Max, Avg, Stats, Hist, LHist };
+
+// One map entry's value, already summed over CPUs by the runtime.
+struct Aggregate {
+  Value value;           // Plain, Count, Sum, Min, Max: the value (Int or UInt)
+  int64_t count = 0;     // Avg, Stats
+  int64_t total = 0;     // Avg, Stats
+  std::vector<uint64_t> buckets;  // Hist, LHist: the bucket counts by index
+};
+
+struct HistParams {
+  int bits = 0;     // hist(n, k): k, 0-5
+  int64_t min = 0;  // lhist
+  int64_t max = 0;
+  int64_t step = 1;
+};
+
+struct MapSnapshot {
+  std::string name;     // "@x", "@" for the anonymous map
+  AggKind kind = AggKind::Plain;
+  bool keyed = false;   // @m[k] rather than @m
+  bool value_signed = true;
+  HistParams hist;
+  std::vector<std::pair<Value, Aggregate>> entries;  // key (Kind::None when !keyed), value
+};
+
+// The map as bpftrace 0.26 prints it at exit and for print(@m, top, div):
+// entries sorted per REFERENCE.md 4.3, `top` keeps the last top entries (0 =
+// all), `div` divides values (0 or 1 = no division). Prints nothing for an
+// empty map. Ends with "\n" after each line; histograms end with an empty line.
+std::string map_text(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0);
+
+// The histogram body only (the bucket lines), for one entry.
+std::string hist_text(const std::vector<uint64_t>& buckets, int bits);
+std::string lhist_text(const std::vector<uint64_t>& buckets, int64_t min, int64_t max, int64_t step);
+
+// Bucket index for a value, the same function the BPF code computes; used by
+// tests and by user-space fallbacks.
+uint32_t hist_index(int64_t value, int bits);
+uint32_t hist_bucket_count(int bits);  // number of buckets for hist(n, bits)
+uint32_t lhist_index(int64_t value, int64_t min, int64_t max, int64_t step);
+uint32_t lhist_bucket_count(int64_t min, int64_t max, int64_t step);
+
+// printf: the format is parsed once (at compile time, by sema, to check the
+// argument count and types) and applied in user space to each event.
+struct PrintfSpec {
+  enum class ArgKind { Integer, String, Any };  // what the conversion wants
+  std::string literal_before;  // text before this conversion (%% already turned into %)
+  std::string spec;            // the conversion as written, e.g. "%-08lld"
+  char conv = 0;               // d i u o x X c s p e E f F g G a A, or 'r' for %r/%rx/%rh
+  std::string length;          // "", hh, h, l, ll, j, z, t, L
+  std::string buffer_mode;     // for %r: "", "x", "h"
+  ArgKind wants = ArgKind::Any;
+};
+
+struct PrintfFormat {
+  std::vector<PrintfSpec> specs;
+  std::string trailing;  // text after the last conversion
+};
+
+// Returns the parsed format, or an error message (e.g. "printf: Unknown format
+// string token: %y").
+std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt);
+
+// Formats with C semantics: with no length modifier %d/%i convert to 32-bit
+// int and %u/%o/%x/%X to unsigned int; %s prints any value as to_text.
+std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& args);
+
+// strftime with bpftrace's extensions (%f microseconds, %k nanoseconds within
+// the second, %l milliseconds) for a wall-clock time given in ns since the
+// epoch. Failure gives "(?)".
+std::string format_time(std::string_view fmt, uint64_t epoch_ns);
+
+}  // namespace bpfscope::output
