@@ -1,1 +1,293 @@
-int main() { return 0; }
+// bpfscope: the command line and the pipeline, top to bottom:
+//   source -> lang::parse -> sema::analyse -> ir::lower -> codegen::compile
+//          -> runtime::run
+#include <fmt/format.h>
+#include <getopt.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "bpf/bpf.h"
+#include "bpf/codegen/codegen.h"
+#include "ir/ir.h"
+#include "lang/lang.h"
+#include "runtime/runtime.h"
+#include "sema/sema.h"
+
+namespace {
+
+using namespace bpfscope;
+
+constexpr const char* kVersion = "bpfscope 0.1.0";
+
+constexpr const char* kUsage = R"(USAGE:
+    bpfscope [options] filename [args...]
+    bpfscope [options] - [args...]
+    bpfscope [options] -e 'program' [args...]
+
+OPTIONS:
+    -e PROGRAM     the program to run
+    -o FILE        write the program's output (printf, print, maps) to FILE
+    -f FORMAT      output format: text (json comes later)
+    -B MODE        output buffering: line, full or none (accepted; output is flushed per batch of events)
+    -q             quiet: do not print "Attached N probes"
+    -v             verbose: also print how each probe was attached
+    -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
+                   bpf (libbpf; a disassembly), verifier (the kernel's log), all
+    -l [PATTERN]   list tracepoints matching PATTERN (default: all)
+    -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
+    -p PID         trace PID; tracing ends when it exits, probes filter on its pid
+    --dry-run      compile and load the programs, then exit without attaching
+    -h, --help     this help
+    -V, --version  the version
+
+ENVIRONMENT:
+    BPFTRACE_MAX_STRLEN   string capacity in bytes (default 1024)
+    BPFTRACE_MAX_MAP_KEYS entries per keyed map (default 4096)
+
+EXAMPLES:
+    bpfscope -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args.filename)); }'
+    bpfscope -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
+    bpfscope -e 'interval:s:1 { printf("tick\n"); }'
+)";
+
+struct Cli {
+  std::string program;
+  bool have_program = false;
+  std::string filename;  // for diagnostics: "stdin" for -e and -
+  std::vector<std::string> positional;
+  std::set<std::string> debug;
+  runtime::Options run;
+  std::optional<std::string> list;
+  std::string child_cmd;
+};
+
+bool read_file(const std::string& path, std::string& out) {
+  if (path == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    out = ss.str();
+    return true;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// bpftrace's -d names are aliases of ours (DESIGN.md, Contract).
+std::optional<std::string> debug_stage(std::string_view s) {
+  if (s == "ast" || s == "sema" || s == "ir" || s == "regalloc" || s == "bpf" || s == "verifier" || s == "all")
+    return std::string(s);
+  if (s == "types") return "sema";
+  if (s == "codegen" || s == "codegen-opt") return "ir";
+  if (s == "libbpf") return "bpf";
+  return std::nullopt;
+}
+
+uint32_t env_u32(const char* name, const char* old_name, uint32_t def) {
+  const char* v = getenv(name);
+  if (!v && old_name) v = getenv(old_name);
+  if (!v) return def;
+  char* end;
+  unsigned long x = strtoul(v, &end, 10);
+  return (*end || x == 0) ? def : static_cast<uint32_t>(x);
+}
+
+int list_probes(const std::string& pattern) {
+  std::string pat = pattern.empty() ? "tracepoint:*:*" : pattern;
+  auto first = pat.find(':');
+  std::string provider = first == std::string::npos ? pat : pat.substr(0, first);
+  std::string rest = first == std::string::npos ? "*:*" : pat.substr(first + 1);
+  if (provider != "tracepoint" && provider != "t" && provider != "*") {
+    fmt::print(stderr, "ERROR: listing {} probes is not supported yet; try -l 'tracepoint:*'\n", provider);
+    return 1;
+  }
+  auto second = rest.find(':');
+  std::string cat = second == std::string::npos ? rest : rest.substr(0, second);
+  std::string ev = second == std::string::npos ? "*" : rest.substr(second + 1);
+  auto names = bpf::list_tracepoints(cat, ev);
+  if (!names) {
+    fmt::print(stderr, "ERROR: {}\n", names.error().message);
+    return 1;
+  }
+  std::string out;
+  for (const auto& n : *names) out += "tracepoint:" + n + "\n";
+  fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+uint64_t boot_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+int compile_and_run(Cli& cli) {
+  uint64_t start = boot_ns();
+  lang::Diagnostics diags;
+  auto ast = lang::parse(lang::Source(cli.filename, cli.program), diags);
+  auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src)); };
+  if (!ast) {
+    report(lang::Source(cli.filename, cli.program));
+    return 1;
+  }
+  bool all = cli.debug.count("all") > 0;
+  if (all || cli.debug.count("ast")) fmt::print("{}", lang::dump(*ast));
+
+  std::optional<runtime::Child> child;
+  if (!cli.child_cmd.empty()) {
+    std::string err;
+    child = runtime::start_child(cli.child_cmd, err);
+    if (!child) {
+      fmt::print(stderr, "ERROR: -c: {}\n", err);
+      return 1;
+    }
+  }
+
+  sema::Options sopts;
+  sopts.positional = cli.positional;
+  sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
+  sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
+  auto typed = sema::analyse(*ast, sopts, diags);
+  report(ast->source);
+  if (!typed) return 1;
+  if (all || cli.debug.count("sema")) fmt::print("{}", sema::dump(*typed));
+
+  ir::LowerOptions lopts;
+  lopts.start_boot_ns = start;
+  if (child) lopts.filter_pid = child->pid;
+  else if (cli.run.target_pid > 0) lopts.filter_pid = cli.run.target_pid;
+  ir::Module module = ir::lower(*typed, lopts);
+  if (all || cli.debug.count("ir")) fmt::print("{}", ir::print(module));
+
+  std::vector<codegen::Program> programs;
+  for (const auto& f : module.functions) {
+    std::string regalloc;
+    auto prog = codegen::compile(f, &regalloc);
+    if (!prog) {
+      fmt::print(stderr, "ERROR: {}\n", prog.error());
+      return 1;
+    }
+    if (all || cli.debug.count("regalloc")) fmt::print("{}", regalloc);
+    if (all || cli.debug.count("bpf")) fmt::print("{}", codegen::disassemble(*prog));
+    programs.push_back(std::move(*prog));
+  }
+  fflush(stdout);
+  cli.run.debug_verifier = all || cli.debug.count("verifier");
+  return runtime::run(*typed, module, std::move(programs), cli.run, child);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Cli cli;
+  enum { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kHelp, kVersion_ };
+  static const option longopts[] = {
+      {"dry-run", no_argument, nullptr, kDryRun},   {"unsafe", no_argument, nullptr, kUnsafe},
+      {"info", no_argument, nullptr, kInfo},        {"no-warnings", no_argument, nullptr, kNoWarnings},
+      {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
+  };
+  // '+': stop at the first non-option (the script file); later words are
+  // positional parameters.
+  int c;
+  opterr = 0;
+  bool want_list = false;
+  while ((c = getopt_long(argc, argv, "+e:o:f:B:qvd:lc:p:hVkI:", longopts, nullptr)) != -1) {
+    switch (c) {
+      case 'e':
+        cli.program = optarg;
+        cli.have_program = true;
+        cli.filename = "stdin";
+        break;
+      case 'o': cli.run.output_file = optarg; break;
+      case 'f':
+        if (strcmp(optarg, "text") != 0) {
+          if (strcmp(optarg, "json") == 0) {
+            fmt::print(stderr, "ERROR: JSON output is not supported yet\n");
+          } else {
+            fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", optarg);
+          }
+          return 1;
+        }
+        break;
+      case 'B':
+        if (strcmp(optarg, "line") && strcmp(optarg, "full") && strcmp(optarg, "none")) {
+          fmt::print(stderr, "ERROR: Invalid buffering mode \"{}\"\n", optarg);
+          return 1;
+        }
+        break;
+      case 'q': cli.run.quiet = true; break;
+      case 'v': cli.run.verbose = true; break;
+      case 'd': {
+        auto stage = debug_stage(optarg);
+        if (!stage) {
+          fmt::print(stderr,
+                     "ERROR: invalid debug stage \"{}\"; valid: ast, sema (types), ir (codegen), regalloc, bpf "
+                     "(libbpf), verifier, all\n",
+                     optarg);
+          return 1;
+        }
+        cli.debug.insert(*stage);
+        break;
+      }
+      case 'l': want_list = true; break;
+      case 'c': cli.child_cmd = optarg; break;
+      case 'p': {
+        char* end;
+        long pid = strtol(optarg, &end, 10);
+        if (*end || pid <= 0) {
+          fmt::print(stderr, "ERROR: invalid PID \"{}\"\n", optarg);
+          return 1;
+        }
+        if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+          fmt::print(stderr, "ERROR: process {} does not exist\n", pid);
+          return 1;
+        }
+        cli.run.target_pid = static_cast<int>(pid);
+        break;
+      }
+      case 'h': fmt::print("{}", kUsage); return 0;
+      case 'V': fmt::print("{}\n", kVersion); return 0;
+      case kDryRun: cli.run.dry_run = true; break;
+      case kUnsafe:
+      case kNoWarnings:
+      case kVerifyIr:
+      case 'k':
+      case 'I': break;
+      case kInfo: fmt::print(stderr, "ERROR: --info is not supported yet\n"); return 1;
+      default:
+        fmt::print(stderr, "ERROR: unknown or incomplete option: {}\n", argv[optind - 1]);
+        fmt::print(stderr, "{}", kUsage);
+        return 1;
+    }
+  }
+  if (want_list) return list_probes(optind < argc ? argv[optind] : "");
+  if (!cli.have_program) {
+    if (optind >= argc) {
+      fmt::print(stderr, "ERROR: no program given (use -e 'program', a file, or - for stdin)\n{}", kUsage);
+      return 1;
+    }
+    std::string path = argv[optind++];
+    if (!read_file(path, cli.program)) {
+      fmt::print(stderr, "ERROR: failed to open {}: {}\n", path, strerror(errno));
+      return 1;
+    }
+    cli.filename = path == "-" ? "stdin" : path;
+  }
+  for (int i = optind; i < argc; ++i) {
+    if (strcmp(argv[i], "--") == 0 && i == optind) continue;
+    cli.positional.push_back(argv[i]);
+  }
+  return compile_and_run(cli);
+}

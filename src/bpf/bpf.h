@@ -57,6 +57,9 @@ struct TracepointField {
   bool is_signed = false;
   bool data_loc = false;  // __data_loc: the u32 at offset holds (len << 16 | offset)
   uint32_t array_len = 0; // for "char comm[16]": 16; 0 if not an array
+  // Added: "__rel_loc" (data_loc is set too): the data offset in the u32 is
+  // relative to the end of this field, not to the start of the record.
+  bool rel_loc = false;
 };
 
 struct TracepointFormat {
@@ -67,7 +70,14 @@ struct TracepointFormat {
 };
 
 // Reads events/<category>/<event>/format. ENOENT when the event does not exist.
+// Field types: "__data_loc char[] name" gives type "char[]" with data_loc set;
+// "char comm[16]" gives "char[16]" with array_len 16; "char buf[]" gives "char[]".
 Result<TracepointFormat> read_tracepoint_format(std::string_view category, std::string_view event);
+
+// Added: parses the text of a format file (what read_tracepoint_format does
+// after reading it). EINVAL when a field line cannot be parsed.
+Result<TracepointFormat> parse_tracepoint_format(std::string_view category, std::string_view event,
+                                                 std::string_view text);
 
 // All tracepoints "category:event" matching a glob pattern over both parts
 // ("syscalls:sys_enter_*", "*:*"), sorted.
@@ -117,6 +127,9 @@ struct Link {
 
 // A classic tracepoint, system-wide: perf_event_open(PERF_TYPE_TRACEPOINT)
 // then bpf_link_create(BPF_PERF_EVENT), falling back to PERF_EVENT_IOC_SET_BPF.
+// Note: `pid` does not filter what the program sees. The kernel runs a
+// tracepoint's BPF programs for every task (they hang off the tracepoint, not
+// the perf event), so filter on bpf_get_current_pid_tgid() in the program.
 Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1);
 
 // A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)

@@ -17,6 +17,10 @@ namespace bpfscope::lang {
 std::optional<Program> parse(Source source, Diagnostics& diags);
 
 inline constexpr int kMaxNesting = 200;
+// No expression tree is taller than this: long operator chains (a + b + c ...)
+// and postfix chains count too, so later passes may recurse over expressions.
+// Statements nest at most kMaxNesting deep (an else-if counts as one level).
+inline constexpr int kMaxExprDepth = 1000;
 
 // Prints the AST as an indented tree (for -d ast).
 std::string dump(const Program& program);

@@ -1,0 +1,142 @@
+// Attaching programs to perf events: classic tracepoints and software events.
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "bpf/bpf.h"
+#include "bpf/internal.h"
+#include "bpf/libbpf_bpf.h"
+
+namespace bpfscope::bpf {
+
+using detail::make_error;
+
+namespace {
+
+int sys_perf_event_open(perf_event_attr* attr, int pid, int cpu, int group_fd, unsigned long flags) {
+  return static_cast<int>(::syscall(__NR_perf_event_open, attr, pid, cpu, group_fd, flags));
+}
+
+// Attaches prog_fd to an open (disabled) perf event, then enables it. Prefers
+// a BPF link (BPF_LINK_CREATE with BPF_PERF_EVENT); kernels without perf links
+// get PERF_EVENT_IOC_SET_BPF. `what` names the event for error messages.
+Result<Link> attach_to_perf_event(int prog_fd, Fd perf, const std::string& what) {
+  Link link;
+  int lfd = bpf_link_create(prog_fd, perf.get(), BPF_PERF_EVENT, nullptr);
+  if (lfd >= 0) {
+    link.link = Fd(lfd);
+  } else {
+    const int link_err = -lfd;
+    const std::string link_what = fmt::format("bpf_link_create(BPF_PERF_EVENT, prog fd {}, {})", prog_fd, what);
+    if (link_err != EINVAL && link_err != EOPNOTSUPP) return std::unexpected(make_error(link_err, link_what));
+    if (::ioctl(perf.get(), PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
+      const int err = errno;
+      // Both failing usually means a program type that does not fit the
+      // event; report both attempts.
+      return std::unexpected(make_error(err, fmt::format("{}: {}; ioctl(PERF_EVENT_IOC_SET_BPF, {})", link_what,
+                                                         detail::errno_text(link_err), what)));
+    }
+  }
+  if (::ioctl(perf.get(), PERF_EVENT_IOC_ENABLE, 0) < 0) {
+    return std::unexpected(make_error(errno, fmt::format("ioctl(PERF_EVENT_IOC_ENABLE, {})", what)));
+  }
+  link.perf = std::move(perf);
+  return link;
+}
+
+std::string software_event_name(uint64_t config) {
+  switch (config) {
+    case PERF_COUNT_SW_CPU_CLOCK: return "cpu-clock";
+    case PERF_COUNT_SW_TASK_CLOCK: return "task-clock";
+    case PERF_COUNT_SW_PAGE_FAULTS: return "page-faults";
+    case PERF_COUNT_SW_CONTEXT_SWITCHES: return "context-switches";
+    case PERF_COUNT_SW_CPU_MIGRATIONS: return "cpu-migrations";
+    case PERF_COUNT_SW_PAGE_FAULTS_MIN: return "minor-faults";
+    case PERF_COUNT_SW_PAGE_FAULTS_MAJ: return "major-faults";
+    case PERF_COUNT_SW_ALIGNMENT_FAULTS: return "alignment-faults";
+    case PERF_COUNT_SW_EMULATION_FAULTS: return "emulation-faults";
+    case PERF_COUNT_SW_DUMMY: return "dummy";
+    case PERF_COUNT_SW_BPF_OUTPUT: return "bpf-output";
+    default: return fmt::format("config {}", config);
+  }
+}
+
+}  // namespace
+
+Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid) {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.size = sizeof attr;
+  attr.config = tracepoint_id;
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  attr.disabled = 1;  // enabled once the program is attached
+
+  // The program runs on every CPU whichever CPU the event is opened on (it
+  // hangs off the tracepoint itself), so a system-wide attach needs one event
+  // (cpu 0). A per-task event must be opened with cpu -1.
+  const int cpu = pid == -1 ? 0 : -1;
+  const std::string what = pid == -1 ? fmt::format("tracepoint id {}", tracepoint_id)
+                                     : fmt::format("tracepoint id {}, pid {}", tracepoint_id, pid);
+  int pfd = sys_perf_event_open(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
+  return attach_to_perf_event(prog_fd, Fd(pfd), what);
+}
+
+Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uint64_t period, bool freq, int cpu,
+                                               int pid) {
+  const std::string event = software_event_name(config);
+  if (period == 0) {
+    return std::unexpected(Error{EINVAL, fmt::format("perf event software:{}: the {} must be greater than 0", event,
+                                                     freq ? "frequency" : "period")});
+  }
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof attr;
+  attr.config = config;
+  if (freq) {
+    attr.freq = 1;
+    attr.sample_freq = period;
+  } else {
+    attr.sample_period = period;
+  }
+  attr.disabled = 1;  // enabled once the program is attached
+
+  auto open_one = [&](int on_cpu) -> Result<Link> {
+    std::string what = fmt::format("software:{}, {} {}", event, freq ? "freq" : "period", period);
+    if (on_cpu >= 0) what += fmt::format(", cpu {}", on_cpu);
+    if (pid != -1) what += fmt::format(", pid {}", pid);
+    int pfd = sys_perf_event_open(&attr, pid, on_cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
+    return attach_to_perf_event(prog_fd, Fd(pfd), what);
+  };
+
+  std::vector<Link> links;
+  if (cpu >= 0 || pid != -1) {
+    // One CPU, or one task wherever it runs (a single per-task event follows
+    // the task across CPUs).
+    auto l = open_one(cpu);
+    if (!l) return std::unexpected(std::move(l.error()));
+    links.push_back(std::move(*l));
+    return links;
+  }
+  for (int c : online_cpus()) {
+    auto l = open_one(c);
+    if (!l) {
+      if (l.error().err == ENODEV) continue;  // went offline meanwhile
+      return std::unexpected(std::move(l.error()));  // `links` detaches what was attached
+    }
+    links.push_back(std::move(*l));
+  }
+  if (links.empty()) {
+    return std::unexpected(Error{ENODEV, fmt::format("perf event software:{}: no online CPU to attach to", event)});
+  }
+  return links;
+}
+
+}  // namespace bpfscope::bpf

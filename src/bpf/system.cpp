@@ -1,0 +1,61 @@
+// CPU lists and kernel capability probes.
+#include <unistd.h>
+
+#include <charconv>
+
+#include "bpf/bpf.h"
+#include "bpf/internal.h"
+#include "bpf/libbpf_bpf.h"
+
+namespace bpfscope::bpf {
+
+namespace {
+
+// Parses a kernel CPU list ("0-3,5,7-8\n"). Returns false on malformed input.
+bool parse_cpu_list(std::string_view s, std::vector<int>& out) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+  if (s.empty()) return false;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string_view::npos) comma = s.size();
+    std::string_view range = s.substr(pos, comma - pos);
+    pos = comma + 1;
+    int lo = 0, hi = 0;
+    size_t dash = range.find('-');
+    std::string_view a = range.substr(0, dash);
+    auto r1 = std::from_chars(a.data(), a.data() + a.size(), lo);
+    if (r1.ec != std::errc() || r1.ptr != a.data() + a.size()) return false;
+    hi = lo;
+    if (dash != std::string_view::npos) {
+      std::string_view b = range.substr(dash + 1);
+      auto r2 = std::from_chars(b.data(), b.data() + b.size(), hi);
+      if (r2.ec != std::errc() || r2.ptr != b.data() + b.size() || hi < lo) return false;
+    }
+    for (int c = lo; c <= hi; ++c) out.push_back(c);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  auto text = detail::read_text_file("/sys/devices/system/cpu/online");
+  if (text && parse_cpu_list(*text, cpus) && !cpus.empty()) return cpus;
+  cpus.clear();
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  for (int c = 0; c < (n > 0 ? n : 1); ++c) cpus.push_back(c);
+  return cpus;
+}
+
+int possible_cpus() {
+  int n = libbpf_num_possible_cpus();
+  if (n > 0) return n;
+  long conf = ::sysconf(_SC_NPROCESSORS_CONF);
+  return conf > 0 ? static_cast<int>(conf) : 1;
+}
+
+bool has_kprobe_support() { return detail::path_exists("/sys/bus/event_source/devices/kprobe"); }
+
+}  // namespace bpfscope::bpf

@@ -1,0 +1,105 @@
+// The IR: BPF-shaped three-address code over virtual registers, in basic
+// blocks, with explicit helper calls, map references and source locations.
+// One ir::Function per BPF program. The backend (src/bpf/codegen) allocates
+// registers and emits instructions from it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lang/source.h"
+#include "sema/sema.h"
+
+namespace bpfscope::ir {
+
+using VregId = uint32_t;
+using BlockId = uint32_t;
+inline constexpr VregId kNoVreg = UINT32_MAX;
+
+// ORDER Opcode: kOpcodeInfo in print.cpp has one row per opcode.
+enum class Opcode {
+  Ctx,        // dst = the context pointer (R1 at entry); only at the start of block 0
+  Imm,        // dst = imm
+  Mov,        // dst = a
+  Alu,        // dst = a <alu> (b or imm)
+  Load,       // dst = *(u<size*8> *)(a + off), zero-extended
+  Store,      // *(u<size*8> *)(a + off) = b
+  StoreImm,   // *(u<size*8> *)(a + off) = imm (imm fits in 32 bits, sign-extended for size 8)
+  AtomicAdd,  // lock *(u64 *)(a + off) += b
+  MapFd,      // dst = address of map `imm` (a ld_imm64 with the map's fd, patched at load)
+  StackAddr,  // dst = fp + off (off negative; a stack object reserved by the function)
+  Call,       // dst = helper `imm`(args...); clobbers R0-R5
+  // Terminators: the last instruction of each block, and only there.
+  Jump,       // goto t
+  Branch,     // if (a <cond> (b or imm)) goto t; else goto f
+  Ret,        // return imm
+};
+
+enum class AluOp { Add, Sub, Mul, Div, Mod, And, Or, Xor, Lsh, Rsh, Arsh, Neg };
+enum class Cond { Eq, Ne, Gt, Ge, Lt, Le, SGt, SGe, SLt, SLe, Set };
+
+struct Inst {
+  Opcode op = Opcode::Imm;
+  VregId dst = kNoVreg;
+  VregId a = kNoVreg;
+  VregId b = kNoVreg;  // kNoVreg: use imm
+  int64_t imm = 0;
+  int32_t off = 0;
+  uint8_t size = 8;    // Load/Store/StoreImm: 1, 2, 4 or 8
+  AluOp alu = AluOp::Add;
+  Cond cond = Cond::Eq;
+  BlockId t = 0, f = 0;
+  std::vector<VregId> args;  // Call
+  lang::Loc loc;             // the script location this instruction implements
+};
+
+struct Block {
+  std::vector<Inst> insts;
+};
+
+struct Function {
+  std::string name;
+  sema::ProbeKind kind = sema::ProbeKind::Begin;
+  std::vector<Block> blocks;  // blocks[0] is the entry
+  uint32_t vreg_count = 0;
+  uint32_t stack_size = 0;    // bytes of stack objects (StackAddr), below the spill area
+  std::vector<std::string> vreg_names;  // optional names for -d ir
+};
+
+// Maps beyond the script's own (sema::TypedProgram::maps are ids 0..n-1).
+struct SupportMaps {
+  uint32_t ringbuf;   // async records
+  uint32_t scratch;   // per-CPU scratch memory for strings, keys, records
+  uint32_t zero;      // a zero-filled array value, for inserting fresh aggregation entries
+  uint32_t lost;      // per-CPU counter of records the ring buffer refused
+};
+
+struct Module {
+  std::vector<Function> functions;  // one per sema::ProgramUnit (and target, when specific)
+  std::vector<uint32_t> unit_of;    // by function: index into TypedProgram::units
+  std::vector<int32_t> target_of;   // by function: target index, or -1 when it serves all targets
+  SupportMaps support{};
+  uint32_t scratch_size = 8;        // bytes of the per-CPU scratch value
+  uint32_t zero_size = 8;           // bytes of the zero map's value
+};
+
+struct LowerOptions {
+  uint64_t start_boot_ns = 0;  // `elapsed` is measured from this boot-clock time
+  int filter_pid = -1;         // -p/-c: probes other than BEGIN/END only fire for this process
+};
+
+// Lowers every program unit. Never fails for a program sema accepted.
+Module lower(const sema::TypedProgram& program, const LowerOptions& options);
+
+// Text form for -d ir.
+std::string print(const Function& f);
+std::string print_inst(const Inst& i);
+std::string print(const Module& m);
+
+// Checks structural invariants (terminators, block ids, vreg ids); returns an
+// empty string when valid. Run between backend stages in tests.
+std::string verify(const Function& f);
+
+}  // namespace bpfscope::ir

@@ -1,0 +1,1113 @@
+// Lowering: typed AST -> IR, one function per program unit (and target).
+//
+// Memory rules (DESIGN.md, "Codegen rules"):
+// - strings, tuples, map keys and async records live in the per-CPU scratch
+//   map, never on the 512-byte stack; the stack holds only spills and the
+//   4-byte key used to look the scratch value up;
+// - every key and record is fully written (string tails zeroed) before use;
+// - every map lookup is null-checked before the pointer is used.
+#include <fmt/format.h>
+#include <linux/bpf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/builder.h"
+#include "ir/ir.h"
+
+namespace bpfscope::ir {
+namespace {
+
+using lang::Expr;
+using lang::ExprId;
+using lang::ExprKind;
+using lang::kNone;
+using lang::Op;
+using lang::Stmt;
+using lang::StmtId;
+using lang::StmtKind;
+using sema::Type;
+using sema::TypeKind;
+
+// A lowered value. Integers are in `reg`; strings and tuples are addressed by
+// `reg` (a pointer) unless they are a literal known at compile time.
+struct Val {
+  VregId reg = kNoVreg;
+  Type type;
+  std::optional<std::string> literal;  // string literal bytes (without the NUL)
+  std::optional<int64_t> constant;     // integer known at compile time
+};
+
+// Copies of at most this many bytes are inlined as loads and stores; longer
+// ones are one bpf_probe_read_kernel call.
+constexpr uint32_t kInlineCopy = 64;
+
+class Lowerer {
+ public:
+  Lowerer(const sema::TypedProgram& p, const Module& m, const LowerOptions& o, Function& f,
+          const sema::ProgramUnit& unit, int32_t target)
+      : p_(p), ast_(*p.ast), m_(m), opts_(o), f_(f), b_(f), unit_(unit), target_(target) {}
+
+  void run() {
+    const auto& probe = ast_.probes[unit_.probe_index];
+    b_.set_loc(probe.loc);
+    ctx_ = b_.ctx();
+    key_slot_ = b_.reserve_stack(8);
+    // scratch = lookup(scratch_map, &0); a failed lookup cannot happen for a
+    // per-CPU array, but the verifier needs the check.
+    VregId key = b_.stack_addr(key_slot_);
+    b_.store_imm(4, key, 0, 0);
+    VregId map = b_.map_fd(m_.support.scratch);
+    scratch_ = b_.call(BPF_FUNC_map_lookup_elem, {map, key});
+    BlockId ok = b_.new_block(), fail = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, scratch_, 0, fail, ok);
+    b_.set_block(fail);
+    b_.ret(0);
+    b_.set_block(ok);
+    if (opts_.filter_pid > 0 && unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End) {
+      VregId pid = b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32);
+      BlockId mine = b_.new_block(), other = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, pid, opts_.filter_pid, mine, other);
+      b_.set_block(other);
+      b_.ret(0);
+      b_.set_block(mine);
+    }
+    if (probe.predicate != kNone) {
+      b_.set_loc(ast_.expr(probe.predicate).loc);
+      BlockId body = b_.new_block(), skip = b_.new_block();
+      cond(probe.predicate, body, skip);
+      b_.set_block(skip);
+      b_.ret(0);
+      b_.set_block(body);
+    }
+    block(probe.body);
+    b_.ret(0);
+  }
+
+  uint32_t scratch_used() const { return scratch_high_; }
+  uint32_t zero_needed() const { return zero_needed_; }
+
+ private:
+  // ---- scratch memory ----
+  uint32_t alloc(uint32_t size) {
+    uint32_t off = scratch_top_;
+    scratch_top_ += sema::align8(std::max<uint32_t>(size, 8));
+    scratch_high_ = std::max(scratch_high_, scratch_top_);
+    return off;
+  }
+  VregId scratch_ptr(uint32_t off) { return off == 0 ? scratch_ : b_.alu_imm(AluOp::Add, scratch_, off); }
+
+  // ---- statements ----
+  void block(const std::vector<StmtId>& body) {
+    for (StmtId s : body) {
+      if (b_.terminated()) return;
+      uint32_t mark = scratch_top_;
+      stmt(s);
+      scratch_top_ = std::max(mark, vars_top_);
+    }
+  }
+
+  void stmt(StmtId id) {
+    const Stmt& s = ast_.stmt(id);
+    b_.set_loc(s.loc);
+    switch (s.kind) {
+      case StmtKind::Expr: expr(s.expr); return;
+      case StmtKind::Assign: assign(s); return;
+      case StmtKind::Let:
+        if (s.value != kNone) {
+          assign_var(s.target, expr(s.value));
+        } else {
+          int32_t var = p_.var_of[s.target];
+          if (p_.var_types[var].is_int()) b_.imm_to(var_reg(var), 0);
+        }
+        return;
+      case StmtKind::If: {
+        BlockId then_b = b_.new_block(), else_b = b_.new_block(), join = b_.new_block();
+        cond(s.expr, then_b, else_b);
+        b_.set_block(then_b);
+        block(s.body);
+        b_.jump(join);
+        b_.set_block(else_b);
+        block(s.else_body);
+        b_.jump(join);
+        b_.set_block(join);
+        return;
+      }
+      case StmtKind::Block: block(s.body); return;
+      case StmtKind::Return: b_.ret(0); return;
+      case StmtKind::While:
+      case StmtKind::Unroll:
+      case StmtKind::For:
+      case StmtKind::Break:
+      case StmtKind::Continue:
+        // Rejected by sema until loops land.
+        return;
+    }
+  }
+
+  void assign(const Stmt& s) {
+    const Expr& target = ast_.expr(s.target);
+    if (target.kind == ExprKind::Map) {
+      const Expr& value = ast_.expr(s.value);
+      if (value.kind == ExprKind::Call && sema::is_aggregation(p_.function_of[s.value])) {
+        aggregate(s.target, s.value);
+        return;
+      }
+      Val v;
+      if (s.op != Op::None) {
+        Val old = map_read(s.target);
+        Val rhs = expr(s.value);
+        v = Val{.reg = arith(s.op, old.reg, rhs, p_.type_of(s.target).is_signed), .type = p_.type_of(s.target)};
+      } else {
+        v = expr(s.value);
+      }
+      map_write(s.target, v);
+      return;
+    }
+    if (s.op != Op::None) {
+      int32_t var = p_.var_of[s.target];
+      Val rhs = expr(s.value);
+      VregId r = var_reg(var);
+      VregId res = arith(s.op, r, rhs, p_.var_types[var].is_signed);
+      b_.mov_to(r, res);
+      return;
+    }
+    assign_var(s.target, expr(s.value));
+  }
+
+  VregId var_reg(int32_t var) {
+    auto& slot = vars_[var];
+    if (slot.reg == kNoVreg) slot.reg = b_.vreg();
+    return slot.reg;
+  }
+
+  void assign_var(ExprId target, const Val& v) {
+    int32_t var = p_.var_of[target];
+    const Type& t = p_.var_types[var];
+    if (t.is_int()) {
+      b_.mov_to(var_reg(var), materialize_int(v));
+      return;
+    }
+    auto& slot = vars_[var];
+    if (!slot.has_mem) {
+      slot.has_mem = true;
+      slot.off = alloc(t.mem_size());
+      vars_top_ = std::max(vars_top_, scratch_top_);
+    }
+    VregId dst = scratch_ptr(slot.off);
+    copy_to(dst, 0, v, t);
+  }
+
+  // ---- conditions ----
+  void cond(ExprId id, BlockId t, BlockId f) {
+    const Expr& e = ast_.expr(id);
+    if (e.kind == ExprKind::Binary) {
+      switch (e.op) {
+        case Op::LAnd: {
+          BlockId mid = b_.new_block();
+          cond(e.args[0], mid, f);
+          b_.set_block(mid);
+          cond(e.args[1], t, f);
+          return;
+        }
+        case Op::LOr: {
+          BlockId mid = b_.new_block();
+          cond(e.args[0], t, mid);
+          b_.set_block(mid);
+          cond(e.args[1], t, f);
+          return;
+        }
+        case Op::Eq:
+        case Op::Ne:
+        case Op::Lt:
+        case Op::Le:
+        case Op::Gt:
+        case Op::Ge: {
+          const Type& lt = p_.type_of(e.args[0]);
+          const Type& rt = p_.type_of(e.args[1]);
+          if (lt.is_string() && rt.is_string()) {
+            Val l = expr(e.args[0]);
+            Val r = expr(e.args[1]);
+            if (e.op == Op::Eq)
+              string_eq(l, r, t, f);
+            else
+              string_eq(l, r, f, t);
+            return;
+          }
+          Val l = expr(e.args[0]);
+          Val r = expr(e.args[1]);
+          bool is_signed = (lt.is_signed && lt.kind == TypeKind::Int) || (rt.is_signed && rt.kind == TypeKind::Int);
+          ir::Cond c = compare_cond(e.op, is_signed);
+          VregId a = materialize_int(l);
+          if (r.constant && *r.constant >= INT32_MIN && *r.constant <= INT32_MAX)
+            b_.branch_imm(c, a, *r.constant, t, f);
+          else
+            b_.branch(c, a, materialize_int(r), t, f);
+          return;
+        }
+        default: break;
+      }
+    }
+    if (e.kind == ExprKind::Unary && e.op == Op::LNot) {
+      cond(e.args[0], f, t);
+      return;
+    }
+    Val v = expr(id);
+    b_.branch_imm(ir::Cond::Ne, materialize_int(v), 0, t, f);
+  }
+
+  static ir::Cond compare_cond(Op op, bool is_signed) {
+    switch (op) {
+      case Op::Eq: return ir::Cond::Eq;
+      case Op::Ne: return ir::Cond::Ne;
+      case Op::Lt: return is_signed ? ir::Cond::SLt : ir::Cond::Lt;
+      case Op::Le: return is_signed ? ir::Cond::SLe : ir::Cond::Le;
+      case Op::Gt: return is_signed ? ir::Cond::SGt : ir::Cond::Gt;
+      case Op::Ge: return is_signed ? ir::Cond::SGe : ir::Cond::Ge;
+      default: std::unreachable();
+    }
+  }
+
+  // Strings are equal when their bytes agree up to and including the first
+  // NUL (or up to the shorter capacity).
+  void string_eq(const Val& l, const Val& r, BlockId equal, BlockId differ) {
+    const Val* lit = l.literal ? &l : r.literal ? &r : nullptr;
+    const Val* other = lit == &l ? &r : &l;
+    if (lit && other->literal) {
+      b_.jump(*lit->literal == *other->literal ? equal : differ);
+      return;
+    }
+    if (lit) {
+      uint32_t n = std::min<uint32_t>(lit->literal->size() + 1, other->type.size);
+      for (uint32_t i = 0; i < n; ++i) {
+        uint8_t c = i < lit->literal->size() ? static_cast<uint8_t>((*lit->literal)[i]) : 0;
+        VregId byte = b_.load(1, other->reg, static_cast<int32_t>(i));
+        BlockId next = b_.new_block();
+        b_.branch_imm(ir::Cond::Ne, byte, c, differ, next);
+        b_.set_block(next);
+      }
+      // Every byte matched; if the literal is longer than the other's
+      // capacity the other is a truncated prefix, which still counts as
+      // different only when the literal has more characters.
+      b_.jump(lit->literal->size() + 1 > other->type.size ? differ : equal);
+      return;
+    }
+    uint32_t n = std::min(l.type.size, r.type.size);
+    for (uint32_t i = 0; i < n; ++i) {
+      VregId a = b_.load(1, l.reg, static_cast<int32_t>(i));
+      VregId c = b_.load(1, r.reg, static_cast<int32_t>(i));
+      BlockId same = b_.new_block(), next = b_.new_block();
+      b_.branch(ir::Cond::Ne, a, c, differ, same);
+      b_.set_block(same);
+      b_.branch_imm(ir::Cond::Eq, a, 0, equal, next);
+      b_.set_block(next);
+    }
+    b_.jump(equal);
+  }
+
+  // ---- expressions ----
+  VregId materialize_int(const Val& v) {
+    if (v.reg != kNoVreg) return v.reg;
+    return b_.imm(v.constant.value_or(0));
+  }
+
+  Val int_val(VregId r, const Type& t) { return Val{.reg = r, .type = t}; }
+
+  Val constant(int64_t c, const Type& t) { return Val{.reg = kNoVreg, .type = t, .constant = c}; }
+
+  Val string_literal(std::string s) {
+    Type t = Type::string(static_cast<uint32_t>(s.size() + 1));
+    return Val{.reg = kNoVreg, .type = t, .literal = std::move(s)};
+  }
+
+  // Puts a literal string into scratch so it has an address.
+  Val addressable(const Val& v) {
+    if (!v.literal) return v;
+    uint32_t off = alloc(v.type.mem_size());
+    VregId p = scratch_ptr(off);
+    copy_to(p, 0, v, v.type);
+    return Val{.reg = p, .type = v.type};
+  }
+
+  VregId arith(Op op, VregId a, const Val& rhs, bool is_signed) {
+    AluOp alu = AluOp::Add;
+    switch (op) {
+      case Op::Add: alu = AluOp::Add; break;
+      case Op::Sub: alu = AluOp::Sub; break;
+      case Op::Mul: alu = AluOp::Mul; break;
+      case Op::Div: alu = AluOp::Div; break;
+      case Op::Mod: alu = AluOp::Mod; break;
+      case Op::BAnd: alu = AluOp::And; break;
+      case Op::BOr: alu = AluOp::Or; break;
+      case Op::BXor: alu = AluOp::Xor; break;
+      case Op::Shl: alu = AluOp::Lsh; break;
+      case Op::Shr: alu = AluOp::Rsh; break;
+      default: std::unreachable();
+    }
+    (void)is_signed;  // '/' and '%' are unsigned and '>>' logical, as in bpftrace.
+    if (rhs.constant && *rhs.constant >= INT32_MIN && *rhs.constant <= INT32_MAX) {
+      return b_.alu_imm(alu, a, *rhs.constant);
+    }
+    return b_.alu(alu, a, materialize_int(rhs));
+  }
+
+  // Sign- or zero-extends the low `size` bytes of r to 64 bits.
+  VregId extend(VregId r, uint32_t size, bool is_signed) {
+    if (size >= 8) return r;
+    int shift = 64 - static_cast<int>(size) * 8;
+    VregId s = b_.alu_imm(AluOp::Lsh, r, shift);
+    return b_.alu_imm(is_signed ? AluOp::Arsh : AluOp::Rsh, s, shift);
+  }
+
+  Val expr(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Type& t = p_.type_of(id);
+    lang::Loc saved = b_.loc();
+    b_.set_loc(e.loc);
+    Val v = expr_inner(id, e, t);
+    b_.set_loc(saved);
+    return v;
+  }
+
+  Val expr_inner(ExprId id, const Expr& e, const Type& t) {
+    switch (e.kind) {
+      case ExprKind::Integer: return constant(static_cast<int64_t>(e.ival), t);
+      case ExprKind::String: return string_literal(e.sval);
+      case ExprKind::Identifier: return builtin(id, t);
+      case ExprKind::Positional: {
+        if (e.ival == 0 || e.ival > p_.positional.size()) return constant(0, t);
+        const auto& s = p_.positional[e.ival - 1];
+        if (t.is_string()) return string_literal(s);
+        return constant(static_cast<int64_t>(std::strtoll(s.c_str(), nullptr, 0)), t);
+      }
+      case ExprKind::PositionalCount: return constant(static_cast<int64_t>(p_.positional.size()), t);
+      case ExprKind::Variable: {
+        int32_t var = p_.var_of[id];
+        const Type& vt = p_.var_types[var];
+        if (vt.is_int()) return int_val(var_reg(var), vt);
+        auto& slot = vars_[var];
+        return Val{.reg = scratch_ptr(slot.off), .type = vt};
+      }
+      case ExprKind::Map: return map_read(id);
+      case ExprKind::Call: return call(id, e, t);
+      case ExprKind::Unary: {
+        switch (e.op) {
+          case Op::Neg: {
+            Val a = expr(e.args[0]);
+            if (a.constant) return constant(-*a.constant, t);
+            return int_val(b_.alu_imm(AluOp::Neg, materialize_int(a), 0), t);
+          }
+          case Op::BNot: {
+            Val a = expr(e.args[0]);
+            if (a.constant) return constant(~*a.constant, t);
+            return int_val(b_.alu_imm(AluOp::Xor, materialize_int(a), -1), t);
+          }
+          case Op::LNot: return bool_of(id);
+          default: std::unreachable();
+        }
+      }
+      case ExprKind::Binary: {
+        switch (e.op) {
+          case Op::Eq:
+          case Op::Ne:
+          case Op::Lt:
+          case Op::Le:
+          case Op::Gt:
+          case Op::Ge:
+          case Op::LAnd:
+          case Op::LOr: return bool_of(id);
+          default: break;
+        }
+        Val l = expr(e.args[0]);
+        Val r = expr(e.args[1]);
+        if (l.constant && r.constant) {
+          if (auto folded = fold(e.op, *l.constant, *r.constant)) return constant(*folded, t);
+        }
+        return int_val(arith(e.op, materialize_int(l), r, t.is_signed), t);
+      }
+      case ExprKind::Ternary: {
+        BlockId a = b_.new_block(), c = b_.new_block(), join = b_.new_block();
+        if (t.kind == TypeKind::None) {
+          cond(e.args[0], a, c);
+          b_.set_block(a);
+          expr(e.args[1]);
+          b_.jump(join);
+          b_.set_block(c);
+          expr(e.args[2]);
+          b_.jump(join);
+          b_.set_block(join);
+          return Val{.type = t};
+        }
+        if (t.is_int()) {
+          VregId out = b_.vreg();
+          if (e.args.size() == 2) {
+            Val cv = expr(e.args[0]);
+            VregId cr = materialize_int(cv);
+            b_.mov_to(out, cr);
+            b_.branch_imm(ir::Cond::Ne, cr, 0, join, c);
+            b_.set_block(c);
+            b_.mov_to(out, materialize_int(expr(e.args[1])));
+            b_.jump(join);
+            b_.set_block(a);
+            b_.jump(join);
+            b_.set_block(join);
+            return int_val(out, t);
+          }
+          cond(e.args[0], a, c);
+          b_.set_block(a);
+          b_.mov_to(out, materialize_int(expr(e.args[1])));
+          b_.jump(join);
+          b_.set_block(c);
+          b_.mov_to(out, materialize_int(expr(e.args[2])));
+          b_.jump(join);
+          b_.set_block(join);
+          return int_val(out, t);
+        }
+        // Strings and tuples: both arms copy into one scratch slot.
+        uint32_t off = alloc(t.mem_size());
+        cond(e.args[0], a, c);
+        b_.set_block(a);
+        copy_to(scratch_ptr(off), 0, expr(e.args[1]), t);
+        b_.jump(join);
+        b_.set_block(c);
+        copy_to(scratch_ptr(off), 0, expr(e.args[e.args.size() == 2 ? 1 : 2]), t);
+        b_.jump(join);
+        b_.set_block(join);
+        return Val{.reg = scratch_ptr(off), .type = t};
+      }
+      case ExprKind::Field: {
+        if (p_.builtin_of[e.args[0]] == sema::Builtin::Args) return args_field(e, t);
+        // Tuple element.
+        Val base = expr(e.args[0]);
+        base = addressable(base);
+        const Type& bt = p_.type_of(e.args[0]);
+        size_t idx = std::stoul(e.name);
+        uint32_t off = bt.offsets[idx];
+        if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
+        return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
+      }
+      case ExprKind::Cast: {
+        Val a = expr(e.args[0]);
+        if (t.kind == TypeKind::Bool) return bool_of_val(a);
+        if (a.constant) {
+          int64_t c = *a.constant;
+          if (t.size < 8) {
+            int shift = 64 - static_cast<int>(t.size) * 8;
+            c = t.is_signed ? (static_cast<int64_t>(static_cast<uint64_t>(c) << shift) >> shift)
+                            : static_cast<int64_t>((static_cast<uint64_t>(c) << shift) >> shift);
+          }
+          return constant(c, t);
+        }
+        return int_val(extend(materialize_int(a), t.size, t.is_signed), t);
+      }
+      case ExprKind::Tuple: {
+        uint32_t off = alloc(t.mem_size());
+        VregId p = scratch_ptr(off);
+        for (size_t i = 0; i < e.args.size(); ++i) copy_to(p, t.offsets[i], expr(e.args[i]), t.elems[i]);
+        return Val{.reg = p, .type = t};
+      }
+      case ExprKind::IncDec: return inc_dec(e, t);
+      case ExprKind::Index:
+      case ExprKind::Sizeof:
+      case ExprKind::Offsetof: std::unreachable();  // rejected by sema
+    }
+    std::unreachable();
+  }
+
+  static std::optional<int64_t> fold(Op op, int64_t a, int64_t b) {
+    auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    switch (op) {
+      case Op::Add: return static_cast<int64_t>(ua + ub);
+      case Op::Sub: return static_cast<int64_t>(ua - ub);
+      case Op::Mul: return static_cast<int64_t>(ua * ub);
+      case Op::Div: return b == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(ua / ub));
+      case Op::Mod: return b == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(ua % ub));
+      case Op::BAnd: return a & b;
+      case Op::BOr: return a | b;
+      case Op::BXor: return a ^ b;
+      case Op::Shl: return ub >= 64 ? 0 : static_cast<int64_t>(ua << ub);
+      case Op::Shr: return ub >= 64 ? 0 : static_cast<int64_t>(ua >> ub);
+      default: return std::nullopt;
+    }
+  }
+
+  // A boolean expression as a 0/1 value.
+  Val bool_of(ExprId id) {
+    VregId out = b_.vreg();
+    BlockId t = b_.new_block(), f = b_.new_block(), join = b_.new_block();
+    cond(id, t, f);
+    b_.set_block(t);
+    b_.imm_to(out, 1);
+    b_.jump(join);
+    b_.set_block(f);
+    b_.imm_to(out, 0);
+    b_.jump(join);
+    b_.set_block(join);
+    return int_val(out, Type::boolean());
+  }
+
+  Val bool_of_val(const Val& v) {
+    if (v.constant) return constant(*v.constant != 0, Type::boolean());
+    VregId out = b_.vreg();
+    BlockId t = b_.new_block(), join = b_.new_block();
+    b_.imm_to(out, 0);
+    b_.branch_imm(ir::Cond::Ne, v.reg, 0, t, join);
+    b_.set_block(t);
+    b_.imm_to(out, 1);
+    b_.jump(join);
+    b_.set_block(join);
+    return int_val(out, Type::boolean());
+  }
+
+  Val builtin(ExprId id, const Type& t) {
+    switch (p_.builtin_of[id]) {
+      case sema::Builtin::None:
+      case sema::Builtin::Args: std::unreachable();
+      case sema::Builtin::Pid:
+        return int_val(b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32), t);
+      case sema::Builtin::Tid: return int_val(extend(b_.call(BPF_FUNC_get_current_pid_tgid, {}), 4, false), t);
+      case sema::Builtin::Uid: return int_val(extend(b_.call(BPF_FUNC_get_current_uid_gid, {}), 4, false), t);
+      case sema::Builtin::Gid:
+        return int_val(b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_uid_gid, {}), 32), t);
+      case sema::Builtin::Comm: {
+        uint32_t off = alloc(16);
+        VregId p = scratch_ptr(off);
+        b_.call(BPF_FUNC_get_current_comm, {p, b_.imm(16)});
+        return Val{.reg = p, .type = t};
+      }
+      case sema::Builtin::Nsecs: return int_val(b_.call(BPF_FUNC_ktime_get_boot_ns, {}), t);
+      case sema::Builtin::Elapsed: {
+        VregId now = b_.call(BPF_FUNC_ktime_get_boot_ns, {});
+        return int_val(b_.alu(AluOp::Sub, now, b_.imm(static_cast<int64_t>(opts_.start_boot_ns))), t);
+      }
+      case sema::Builtin::Cpu: return int_val(b_.call(BPF_FUNC_get_smp_processor_id, {}), t);
+      case sema::Builtin::Probe: {
+        // One program per target when `probe` is used (sema marks it target-specific).
+        const auto& target = unit_.targets[target_ < 0 ? 0 : target_];
+        Val v = string_literal(target.name);
+        v.type = t;
+        return v;
+      }
+    }
+    std::unreachable();
+  }
+
+  const sema::AttachTarget& target() const { return unit_.targets[target_ < 0 ? 0 : target_]; }
+
+  Val args_field(const Expr& e, const Type& t) {
+    const auto& fmt = target().format;
+    const bpf::TracepointField* field = nullptr;
+    for (const auto& f : fmt.fields)
+      if (f.name == e.name) field = &f;
+    if (field->data_loc) {
+      VregId loc = b_.load(4, ctx_, static_cast<int32_t>(field->offset));
+      VregId off = b_.alu_imm(AluOp::And, loc, 0xffff);
+      VregId src = b_.alu(AluOp::Add, ctx_, off);
+      uint32_t buf = alloc(t.mem_size());
+      VregId dst = scratch_ptr(buf);
+      zero(dst, 0, t.mem_size());
+      b_.call(BPF_FUNC_probe_read_kernel_str, {dst, b_.imm(t.size), src});
+      return Val{.reg = dst, .type = t};
+    }
+    if (t.is_string()) {
+      uint32_t buf = alloc(t.mem_size());
+      VregId dst = scratch_ptr(buf);
+      zero(dst, 0, t.mem_size());
+      uint32_t n = std::min(field->array_len, t.size);
+      VregId src = b_.alu_imm(AluOp::Add, ctx_, field->offset);
+      b_.call(BPF_FUNC_probe_read_kernel, {dst, b_.imm(n), src});
+      // A char array need not be NUL-terminated; the capacity keeps one NUL.
+      return Val{.reg = dst, .type = t};
+    }
+    // Loads the C type's width (sema's type) from the field's offset: the
+    // low bytes, on this little-endian target.
+    uint8_t size = t.is_pointer ? 8 : static_cast<uint8_t>(t.size);
+    VregId v = b_.load(size, ctx_, static_cast<int32_t>(field->offset));
+    return int_val(extend(v, size, t.is_signed), t);
+  }
+
+  Val call(ExprId id, const Expr& e, const Type& t) {
+    switch (p_.function_of[id]) {
+      case sema::Function::None:
+      case sema::Function::Count:
+      case sema::Function::Sum:
+      case sema::Function::Avg:
+      case sema::Function::Min:
+      case sema::Function::Max:
+      case sema::Function::Stats:
+      case sema::Function::Hist:
+      case sema::Function::LHist: std::unreachable();  // aggregations are lowered by assign()
+      case sema::Function::Printf: {
+        std::vector<Val> args;
+        for (size_t i = 1; i < e.args.size(); ++i) args.push_back(expr(e.args[i]));
+        send(p_.action_of[id], args);
+        return Val{.type = t};
+      }
+      case sema::Function::Exit: {
+        std::vector<Val> args;
+        if (!e.args.empty()) args.push_back(expr(e.args[0]));
+        send(p_.action_of[id], args);
+        // exit() ends the probe, as in bpftrace.
+        b_.ret(0);
+        b_.set_block(b_.new_block());
+        return Val{.type = t};
+      }
+      case sema::Function::Print: {
+        const auto& action = p_.actions[p_.action_of[id]];
+        std::vector<Val> args;
+        if (action.kind == sema::ActionKind::Print) {
+          for (size_t i = 1; i < 3; ++i)
+            args.push_back(i < e.args.size() ? expr(e.args[i]) : constant(0, Type::integer(8, false)));
+        } else {
+          args.push_back(expr(e.args[0]));
+        }
+        send(p_.action_of[id], args);
+        return Val{.type = t};
+      }
+      case sema::Function::Clear:
+      case sema::Function::Zero:
+      case sema::Function::Time: send(p_.action_of[id], {}); return Val{.type = t};
+      case sema::Function::Delete: {
+        VregId key;
+        ExprId map_expr = e.args[0];
+        if (e.args.size() == 2) {
+          const auto& m = map_info(map_expr);
+          uint32_t off = alloc(m.key_size);
+          key = scratch_ptr(off);
+          copy_to(key, 0, expr(e.args[1]), m.key);
+        } else {
+          key = map_key(map_expr);
+        }
+        VregId r = b_.call(BPF_FUNC_map_delete_elem, {b_.map_fd(p_.map_of[map_expr]), key});
+        VregId out = b_.vreg();
+        BlockId yes = b_.new_block(), join = b_.new_block();
+        b_.imm_to(out, 0);
+        b_.branch_imm(ir::Cond::Eq, r, 0, yes, join);
+        b_.set_block(yes);
+        b_.imm_to(out, 1);
+        b_.jump(join);
+        b_.set_block(join);
+        return int_val(out, t);
+      }
+      case sema::Function::Str: {
+        Val src = expr(e.args[0]);
+        if (src.type.is_string()) {
+          if (src.literal) {
+            if (src.literal->size() + 1 > t.size) src.literal->resize(t.size - 1);
+            src.type = t;
+            return src;
+          }
+          return Val{.reg = src.reg, .type = t};
+        }
+        uint32_t off = alloc(t.mem_size());
+        VregId dst = scratch_ptr(off);
+        zero(dst, 0, t.mem_size());
+        int helper = BPF_FUNC_probe_read_str;
+        if (src.type.addr_space == sema::AddrSpace::User) helper = BPF_FUNC_probe_read_user_str;
+        if (src.type.addr_space == sema::AddrSpace::Kernel) helper = BPF_FUNC_probe_read_kernel_str;
+        b_.call(helper, {dst, b_.imm(t.size), materialize_int(src)});
+        return Val{.reg = dst, .type = t};
+      }
+    }
+    std::unreachable();
+  }
+
+  // Sends an async record [action id][args] through the ring buffer, counting
+  // it in the lost map when the ring buffer is full.
+  void send(int32_t action, const std::vector<Val>& args) {
+    const auto& a = p_.actions[action];
+    uint32_t off = alloc(a.record_size);
+    VregId rec = scratch_ptr(off);
+    b_.store_imm(8, rec, 0, action);
+    for (size_t i = 0; i < args.size(); ++i) copy_to(rec, a.offsets[i], args[i], a.args[i]);
+    VregId r = b_.call(BPF_FUNC_ringbuf_output,
+                       {b_.map_fd(m_.support.ringbuf), rec, b_.imm(a.record_size), b_.imm(0)});
+    BlockId lost = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(ir::Cond::Ne, r, 0, lost, join);
+    b_.set_block(lost);
+    VregId key = b_.stack_addr(key_slot_);
+    b_.store_imm(4, key, 0, 0);
+    VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.lost), key});
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, join, counted);
+    b_.set_block(counted);
+    b_.atomic_add(ptr, 0, b_.imm(1));
+    b_.jump(join);
+    b_.set_block(join);
+  }
+
+  // ---- maps ----
+  const sema::MapInfo& map_info(ExprId id) const { return p_.maps[p_.map_of[id]]; }
+
+  // Builds the key of a Map expression in scratch and returns its address.
+  VregId map_key(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const auto& m = map_info(id);
+    uint32_t off = alloc(m.key_size);
+    VregId p = scratch_ptr(off);
+    if (!m.keyed) {
+      b_.store_imm(8, p, 0, 0);
+      return p;
+    }
+    if (e.args.size() == 1) {
+      copy_to(p, 0, expr(e.args[0]), m.key);
+    } else {
+      for (size_t i = 0; i < e.args.size(); ++i) copy_to(p, m.key.offsets[i], expr(e.args[i]), m.key.elems[i]);
+    }
+    return p;
+  }
+
+  Val map_read(ExprId id) { return map_read_key(id, map_key(id)); }
+
+  Val map_read_key(ExprId id, VregId key) {
+    const auto& m = map_info(id);
+    VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key});
+    BlockId found = b_.new_block(), missing = b_.new_block(), join = b_.new_block();
+    if (m.value.is_int()) {
+      VregId out = b_.vreg();
+      b_.branch_imm(ir::Cond::Eq, ptr, 0, missing, found);
+      b_.set_block(found);
+      b_.mov_to(out, b_.load(8, ptr, 0));
+      b_.jump(join);
+      b_.set_block(missing);
+      b_.imm_to(out, 0);
+      b_.jump(join);
+      b_.set_block(join);
+      return int_val(out, m.value);
+    }
+    // Strings and tuples: copy into scratch, or zeros when missing.
+    uint32_t off = alloc(m.value.mem_size());
+    VregId dst = scratch_ptr(off);
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, missing, found);
+    b_.set_block(found);
+    copy_bytes(dst, 0, ptr, m.value.mem_size());
+    b_.jump(join);
+    b_.set_block(missing);
+    zero(dst, 0, m.value.mem_size());
+    b_.jump(join);
+    b_.set_block(join);
+    return Val{.reg = dst, .type = m.value};
+  }
+
+  void map_write(ExprId id, const Val& v) { map_write_key(id, map_key(id), v); }
+
+  void map_write_key(ExprId id, VregId key, const Val& v) {
+    const auto& m = map_info(id);
+    uint32_t off = alloc(m.value_size);
+    VregId val = scratch_ptr(off);
+    copy_to(val, 0, v, m.value);
+    b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(p_.map_of[id]), key, val, b_.imm(BPF_ANY)});
+  }
+
+  // Looks up the entry for key, inserting a zeroed one when missing. Leaves
+  // the builder in the block where the pointer is known non-null; the caller
+  // continues there and must finish with jump(join) to the returned block.
+  std::pair<VregId, BlockId> map_entry(ExprId id, VregId key) {
+    zero_needed_ = std::max(zero_needed_, map_info(id).value_size);
+    VregId map = b_.map_fd(p_.map_of[id]);
+    VregId ptr = b_.vreg();
+    b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {map, key}));
+    BlockId have = b_.new_block(), insert = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, insert, have);
+    b_.set_block(insert);
+    VregId zkey = b_.stack_addr(key_slot_);
+    b_.store_imm(4, zkey, 0, 0);
+    VregId zptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.zero), zkey});
+    BlockId zok = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, zptr, 0, join, zok);
+    b_.set_block(zok);
+    b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(p_.map_of[id]), key, zptr, b_.imm(BPF_NOEXIST)});
+    b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key}));
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, join, have);
+    b_.set_block(have);
+    return {ptr, join};
+  }
+
+  void aggregate(ExprId target, ExprId call_id) {
+    const Expr& call = ast_.expr(call_id);
+    const auto& m = map_info(target);
+    Val arg;
+    if (!call.args.empty()) arg = expr(call.args[0]);
+    VregId key = map_key(target);
+    VregId v = call.args.empty() ? kNoVreg : materialize_int(arg);
+    b_.set_loc(call.loc);
+    auto [ptr, join] = map_entry(target, key);
+    switch (m.agg) {
+      case output::AggKind::Plain: std::unreachable();
+      case output::AggKind::Count: b_.atomic_add(ptr, 0, b_.imm(1)); break;
+      case output::AggKind::Sum: b_.atomic_add(ptr, 0, v); break;
+      case output::AggKind::Avg:
+      case output::AggKind::Stats:
+        b_.atomic_add(ptr, 0, b_.imm(1));
+        b_.atomic_add(ptr, 8, v);
+        break;
+      case output::AggKind::Min:
+      case output::AggKind::Max: {
+        // {value, set}: per-CPU, so a plain compare-and-store is enough.
+        VregId cur = b_.load(8, ptr, 0);
+        VregId set = b_.load(8, ptr, 8);
+        BlockId write = b_.new_block(), check = b_.new_block();
+        b_.branch_imm(ir::Cond::Eq, set, 0, write, check);
+        b_.set_block(check);
+        bool s = m.value.is_signed;
+        ir::Cond better = m.agg == output::AggKind::Min ? (s ? ir::Cond::SLt : ir::Cond::Lt)
+                                                        : (s ? ir::Cond::SGt : ir::Cond::Gt);
+        b_.branch(better, v, cur, write, join);
+        b_.set_block(write);
+        b_.store(8, ptr, 0, v);
+        b_.store_imm(8, ptr, 8, 1);
+        break;
+      }
+      case output::AggKind::Hist: {
+        VregId idx = hist_index(v, m.hist.bits, m.value.is_signed);
+        bucket_add(ptr, idx, output::hist_bucket_count(m.hist.bits));
+        break;
+      }
+      case output::AggKind::LHist: {
+        VregId idx = lhist_index(v, m.hist, m.value.is_signed);
+        bucket_add(ptr, idx, output::lhist_bucket_count(m.hist.min, m.hist.max, m.hist.step));
+        break;
+      }
+    }
+    b_.jump(join);
+    b_.set_block(join);
+  }
+
+  // ptr[idx] += 1, with idx clamped so the verifier sees it in bounds.
+  void bucket_add(VregId ptr, VregId idx, uint32_t count) {
+    BlockId clamp = b_.new_block(), ok = b_.new_block();
+    b_.branch_imm(ir::Cond::Gt, idx, count - 1, clamp, ok);
+    b_.set_block(clamp);
+    b_.imm_to(idx, count - 1);
+    b_.jump(ok);
+    b_.set_block(ok);
+    VregId byte_off = b_.alu_imm(AluOp::Lsh, idx, 3);
+    VregId slot = b_.alu(AluOp::Add, ptr, byte_off);
+    b_.atomic_add(slot, 0, b_.imm(1));
+  }
+
+  // The log2 bucket (output::hist_index with bits = 0): 0 for negatives, 1
+  // for 0, and floor(log2(v)) + 2 above.
+  VregId hist_index(VregId v, int bits, bool is_signed) {
+    VregId idx = b_.vreg();
+    BlockId join = b_.new_block();
+    if (is_signed) {
+      BlockId neg = b_.new_block(), nonneg = b_.new_block();
+      b_.branch_imm(ir::Cond::SLt, v, 0, neg, nonneg);
+      b_.set_block(neg);
+      b_.imm_to(idx, 0);
+      b_.jump(join);
+      b_.set_block(nonneg);
+    }
+    BlockId zero_b = b_.new_block(), pos = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, v, 0, zero_b, pos);
+    b_.set_block(zero_b);
+    b_.imm_to(idx, 1);
+    b_.jump(join);
+    b_.set_block(pos);
+    // l = floor(log2(v)) by binary search over the bit width.
+    VregId n = b_.mov(v);
+    VregId l = b_.imm(0);
+    for (int shift : {32, 16, 8, 4, 2, 1}) {
+      BlockId big = b_.new_block(), next = b_.new_block();
+      VregId limit = b_.imm(static_cast<int64_t>(1ull << shift));
+      b_.branch(ir::Cond::Ge, n, limit, big, next);
+      b_.set_block(big);
+      b_.mov_to(n, b_.alu_imm(AluOp::Rsh, n, shift));
+      b_.mov_to(l, b_.alu_imm(AluOp::Add, l, shift));
+      b_.jump(next);
+      b_.set_block(next);
+    }
+    if (bits == 0) {
+      b_.mov_to(idx, b_.alu_imm(AluOp::Add, l, 2));
+    } else {
+      // With 2^bits sub-buckets per power of two (output::hist_index): values
+      // below 2^(bits+1) have their own bucket (index v + 1); above, the
+      // bucket is the power's base index plus the next `bits` bits of v.
+      BlockId small = b_.new_block(), large = b_.new_block();
+      b_.branch_imm(ir::Cond::Lt, l, bits + 1, small, large);
+      b_.set_block(small);
+      b_.mov_to(idx, b_.alu_imm(AluOp::Add, v, 1));
+      b_.jump(join);
+      b_.set_block(large);
+      // sub = (v >> (l - bits)) & ((1 << bits) - 1)
+      VregId sh = b_.alu_imm(AluOp::Sub, l, bits);
+      VregId sub = b_.alu_imm(AluOp::And, b_.alu(AluOp::Rsh, v, sh), (1 << bits) - 1);
+      // index = ((sh + 1) << bits) + sub + 1, as output::hist_index.
+      VregId base = b_.alu_imm(AluOp::Lsh, b_.alu_imm(AluOp::Add, sh, 1), bits);
+      VregId sum = b_.alu(AluOp::Add, base, sub);
+      b_.mov_to(idx, b_.alu_imm(AluOp::Add, sum, 1));
+    }
+    b_.jump(join);
+    b_.set_block(join);
+    return idx;
+  }
+
+  VregId lhist_index(VregId v, const output::HistParams& h, bool is_signed) {
+    uint32_t count = output::lhist_bucket_count(h.min, h.max, h.step);
+    VregId idx = b_.vreg();
+    BlockId below = b_.new_block(), check_max = b_.new_block(), above = b_.new_block(), inside = b_.new_block(),
+            join = b_.new_block();
+    ir::Cond lt = is_signed ? ir::Cond::SLt : ir::Cond::Lt;
+    ir::Cond ge = is_signed ? ir::Cond::SGe : ir::Cond::Ge;
+    b_.branch(lt, v, b_.imm(h.min), below, check_max);
+    b_.set_block(below);
+    b_.imm_to(idx, 0);
+    b_.jump(join);
+    b_.set_block(check_max);
+    b_.branch(ge, v, b_.imm(h.max), above, inside);
+    b_.set_block(above);
+    b_.imm_to(idx, count - 1);
+    b_.jump(join);
+    b_.set_block(inside);
+    VregId rel = b_.alu(AluOp::Sub, v, b_.imm(h.min));
+    VregId q = b_.alu(AluOp::Div, rel, b_.imm(h.step));
+    b_.mov_to(idx, b_.alu_imm(AluOp::Add, q, 1));
+    b_.jump(join);
+    b_.set_block(join);
+    return idx;
+  }
+
+  Val inc_dec(const Expr& e, const Type& t) {
+    const Expr& target = ast_.expr(e.args[0]);
+    int64_t delta = (e.op == Op::PreInc || e.op == Op::PostInc) ? 1 : -1;
+    bool post = e.op == Op::PostInc || e.op == Op::PostDec;
+    if (target.kind == ExprKind::Variable) {
+      VregId r = var_reg(p_.var_of[e.args[0]]);
+      VregId old = b_.mov(r);
+      b_.mov_to(r, b_.alu_imm(AluOp::Add, r, delta));
+      return int_val(post ? old : b_.mov(r), t);
+    }
+    VregId key = map_key(e.args[0]);
+    Val old = map_read_key(e.args[0], key);
+    VregId nv = b_.alu_imm(AluOp::Add, old.reg, delta);
+    map_write_key(e.args[0], key, int_val(nv, t));
+    return int_val(post ? old.reg : nv, t);
+  }
+
+  // ---- memory ----
+  // Writes v, of type `from` (v.type), into dst + off as type `to`.
+  void copy_to(VregId dst, uint32_t off, const Val& v, const Type& to) {
+    if (to.is_int()) {
+      if (v.constant && *v.constant >= INT32_MIN && *v.constant <= INT32_MAX) {
+        b_.store_imm(8, dst, static_cast<int32_t>(off), static_cast<int32_t>(*v.constant));
+      } else {
+        b_.store(8, dst, static_cast<int32_t>(off), materialize_int(v));
+      }
+      return;
+    }
+    if (to.is_string()) {
+      uint32_t cap = to.mem_size();
+      if (v.literal) {
+        // The literal bytes, a NUL, and zeros to the end of the slot.
+        std::string bytes = *v.literal;
+        bytes.resize(cap, '\0');
+        if (v.literal->size() >= to.size) bytes[to.size - 1] = '\0';
+        for (uint32_t i = 0; i < cap; i += 4) {
+          int32_t word;
+          std::memcpy(&word, bytes.data() + i, 4);
+          b_.store_imm(4, dst, static_cast<int32_t>(off + i), word);
+        }
+        return;
+      }
+      uint32_t n = std::min(v.type.mem_size(), cap);
+      copy_bytes(dst, off, v.reg, n);
+      if (n < cap) zero(dst, off + n, cap - n);
+      return;
+    }
+    if (to.is_tuple()) {
+      if (v.type.is_tuple() && v.type == to) {
+        copy_bytes(dst, off, v.reg, to.mem_size());
+        return;
+      }
+      // Element-wise with widening (e.g. string[4] into string[16]).
+      for (size_t i = 0; i < to.elems.size(); ++i) {
+        const Type& from_el = v.type.elems[i];
+        Val el;
+        el.type = from_el;
+        if (from_el.is_int())
+          el.reg = b_.load(8, v.reg, static_cast<int32_t>(v.type.offsets[i]));
+        else
+          el.reg = b_.alu_imm(AluOp::Add, v.reg, v.type.offsets[i]);
+        copy_to(dst, off + to.offsets[i], el, to.elems[i]);
+      }
+      return;
+    }
+  }
+
+  void copy_bytes(VregId dst, uint32_t off, VregId src, uint32_t n) {
+    if (n <= kInlineCopy) {
+      for (uint32_t i = 0; i < n; i += 8) {
+        VregId w = b_.load(8, src, static_cast<int32_t>(i));
+        b_.store(8, dst, static_cast<int32_t>(off + i), w);
+      }
+      return;
+    }
+    VregId d = off == 0 ? dst : b_.alu_imm(AluOp::Add, dst, off);
+    b_.call(BPF_FUNC_probe_read_kernel, {d, b_.imm(n), src});
+  }
+
+  void zero(VregId dst, uint32_t off, uint32_t n) {
+    zero_needed_ = std::max(zero_needed_, n);
+    if (n <= kInlineCopy) {
+      for (uint32_t i = 0; i < n; i += 8) b_.store_imm(8, dst, static_cast<int32_t>(off + i), 0);
+      return;
+    }
+    VregId zkey = b_.stack_addr(key_slot_);
+    b_.store_imm(4, zkey, 0, 0);
+    VregId zptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.zero), zkey});
+    BlockId ok = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, zptr, 0, join, ok);
+    b_.set_block(ok);
+    copy_bytes(dst, off, zptr, n);
+    b_.jump(join);
+    b_.set_block(join);
+  }
+
+  const sema::TypedProgram& p_;
+  const lang::Program& ast_;
+  const Module& m_;
+  const LowerOptions& opts_;
+  Function& f_;
+  Builder b_;
+  const sema::ProgramUnit& unit_;
+  int32_t target_;
+  VregId ctx_ = kNoVreg;
+  VregId scratch_ = kNoVreg;
+  int32_t key_slot_ = 0;
+  uint32_t scratch_top_ = 0;
+  uint32_t scratch_high_ = 8;
+  uint32_t vars_top_ = 0;
+  uint32_t zero_needed_ = 8;
+  struct VarSlot {
+    VregId reg = kNoVreg;
+    bool has_mem = false;
+    uint32_t off = 0;
+  };
+  std::unordered_map<int32_t, VarSlot> vars_;
+};
+
+}  // namespace
+
+Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
+  Module m;
+  uint32_t n = static_cast<uint32_t>(p.maps.size());
+  m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3};
+  for (uint32_t u = 0; u < p.units.size(); ++u) {
+    const auto& unit = p.units[u];
+    Function f;
+    f.name = unit.name;
+    f.kind = unit.kind;
+    Lowerer l(p, m, options, f, unit, unit.targets.size() == 1 ? 0 : -1);
+    l.run();
+    m.scratch_size = std::max(m.scratch_size, l.scratch_used());
+    m.zero_size = std::max(m.zero_size, sema::align8(l.zero_needed()));
+    m.functions.push_back(std::move(f));
+    m.unit_of.push_back(u);
+    m.target_of.push_back(unit.targets.size() == 1 ? 0 : -1);
+  }
+  return m;
+}
+
+}  // namespace bpfscope::ir

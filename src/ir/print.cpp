@@ -1,0 +1,88 @@
+// Text form of the IR (-d ir) and the structural verifier.
+#include <fmt/format.h>
+
+#include <array>
+
+#include "ir/ir.h"
+
+namespace bpfscope::ir {
+namespace {
+
+constexpr std::array kAluNames = {"add", "sub", "mul", "div", "mod", "and", "or", "xor", "lsh", "rsh", "arsh", "neg"};
+static_assert(kAluNames.size() == static_cast<size_t>(AluOp::Neg) + 1);
+constexpr std::array kCondNames = {"==", "!=", ">", ">=", "<", "<=", "s>", "s>=", "s<", "s<=", "&"};
+static_assert(kCondNames.size() == static_cast<size_t>(Cond::Set) + 1);
+
+std::string v(VregId r) { return r == kNoVreg ? "?" : fmt::format("v{}", r); }
+
+std::string operand_b(const Inst& i) { return i.b == kNoVreg ? fmt::format("{}", i.imm) : v(i.b); }
+
+std::string mem(const Inst& i) { return fmt::format("*(u{} *)({} {:+})", i.size * 8, v(i.a), i.off); }
+
+bool is_terminator(Opcode op) { return op == Opcode::Jump || op == Opcode::Branch || op == Opcode::Ret; }
+
+}  // namespace
+
+std::string print_inst(const Inst& i) {
+  switch (i.op) {
+    case Opcode::Ctx: return fmt::format("{} = ctx", v(i.dst));
+    case Opcode::Imm: return fmt::format("{} = {}", v(i.dst), i.imm);
+    case Opcode::Mov: return fmt::format("{} = {}", v(i.dst), v(i.a));
+    case Opcode::Alu:
+      if (i.alu == AluOp::Neg) return fmt::format("{} = -{}", v(i.dst), v(i.a));
+      return fmt::format("{} = {} {} {}", v(i.dst), kAluNames[static_cast<size_t>(i.alu)], v(i.a), operand_b(i));
+    case Opcode::Load: return fmt::format("{} = {}", v(i.dst), mem(i));
+    case Opcode::Store: return fmt::format("{} = {}", mem(i), v(i.b));
+    case Opcode::StoreImm: return fmt::format("{} = {}", mem(i), i.imm);
+    case Opcode::AtomicAdd: return fmt::format("lock {} += {}", mem(i), v(i.b));
+    case Opcode::MapFd: return fmt::format("{} = map {}", v(i.dst), i.imm);
+    case Opcode::StackAddr: return fmt::format("{} = fp {:+}", v(i.dst), i.off);
+    case Opcode::Call: {
+      std::string args;
+      for (size_t k = 0; k < i.args.size(); ++k) args += (k ? ", " : "") + v(i.args[k]);
+      return fmt::format("{} = call {}({})", v(i.dst), i.imm, args);
+    }
+    case Opcode::Jump: return fmt::format("goto bb{}", i.t);
+    case Opcode::Branch:
+      return fmt::format("if {} {} {} goto bb{} else bb{}", v(i.a), kCondNames[static_cast<size_t>(i.cond)],
+                         operand_b(i), i.t, i.f);
+    case Opcode::Ret: return fmt::format("return {}", i.imm);
+  }
+  std::unreachable();
+}
+
+std::string print(const Function& f) {
+  std::string out = fmt::format("function {} (vregs {}, stack {})\n", f.name, f.vreg_count, f.stack_size);
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    out += fmt::format("bb{}:\n", b);
+    for (const auto& i : f.blocks[b].insts) out += "  " + print_inst(i) + "\n";
+  }
+  return out;
+}
+
+std::string print(const Module& m) {
+  std::string out = fmt::format("scratch {} bytes, zero {} bytes\n", m.scratch_size, m.zero_size);
+  for (const auto& f : m.functions) out += print(f);
+  return out;
+}
+
+std::string verify(const Function& f) {
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    const auto& insts = f.blocks[b].insts;
+    if (insts.empty()) return fmt::format("bb{} is empty", b);
+    for (size_t k = 0; k < insts.size(); ++k) {
+      const Inst& i = insts[k];
+      bool last = k + 1 == insts.size();
+      if (is_terminator(i.op) != last) return fmt::format("bb{}: terminator misplaced at {}", b, k);
+      if ((i.op == Opcode::Jump || i.op == Opcode::Branch) && (i.t >= f.blocks.size() || i.f >= f.blocks.size()))
+        return fmt::format("bb{}: branch to a missing block", b);
+      for (VregId r : {i.dst, i.a, i.b})
+        if (r != kNoVreg && r >= f.vreg_count) return fmt::format("bb{}: vreg v{} out of range", b, r);
+      if (i.op == Opcode::Call && i.args.size() > 5) return fmt::format("bb{}: call with more than 5 arguments", b);
+      if (i.op == Opcode::Ctx && (b != 0 || k != 0)) return "ctx must be the first instruction";
+    }
+  }
+  return "";
+}
+
+}  // namespace bpfscope::ir

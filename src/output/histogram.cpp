@@ -1,0 +1,215 @@
+// hist() and lhist(): the bucket index functions the BPF code computes, and the
+// bucket lines bpftrace 0.26 prints (types_format.cpp build_histogram /
+// build_linear_histogram, output/text.cpp TextEmitter<Histogram>).
+#include <algorithm>
+#include <fmt/format.h>
+#include <optional>
+
+#include "output/histogram.h"
+#include "output/output.h"
+
+namespace bpfscope::output {
+
+namespace {
+
+constexpr int kMaxHistBits = 5;
+constexpr int kBarWidth = 52;
+
+int clamp_bits(int bits) { return std::clamp(bits, 0, kMaxHistBits); }
+
+// A bucket boundary as bpftrace keeps it: a plain integer, or "symbolic" text
+// with a K/M/... suffix. Only two plain integers that differ by one make a
+// single-value bucket "[3]"; a symbolic boundary never does.
+struct Bound {
+  std::string text;
+  std::optional<int64_t> plain;
+};
+
+Bound plain_bound(int64_t v) { return Bound{fmt::format("{}", v), v}; }
+
+bool single_value(const Bound& lo, const Bound& hi) {
+  return lo.plain && hi.plain && *lo.plain != INT64_MAX && *lo.plain + 1 == *hi.plain;
+}
+
+// One line: label left-aligned in 16 columns (never cut), count right-aligned
+// in 8, " |", the bar padded to 52, "|". The bar length is computed in float,
+// exactly as bpftrace does: (count / (float)max) * 52, truncated.
+void append_line(std::string& out, const std::string& label, uint64_t count, uint64_t max_count) {
+  int bar = 0;
+  if (max_count > 0) {
+    const float ratio = static_cast<float>(count) / static_cast<float>(max_count);
+    bar = static_cast<int>(ratio * kBarWidth);
+    bar = std::clamp(bar, 0, kBarWidth);
+  }
+  fmt::format_to(std::back_inserter(out), "{:<16}{:>8} |{:<52}|\n", label, count,
+                 std::string(static_cast<size_t>(bar), '@'));
+}
+
+// Prints buckets [first, last] where first/last are the first and last
+// non-empty buckets of `raw` (bpftrace decides the range before `div` is
+// applied). `upper(i)` is bucket i's exclusive upper bound, or nullopt for an
+// overflow bucket; bucket 0 is the underflow bucket "(..., upper(0))".
+template <typename Upper>
+std::string render(const std::vector<uint64_t>& raw, size_t nbuckets, uint64_t div, Upper upper) {
+  const size_t n = std::min(raw.size(), nbuckets);
+  size_t first = n;
+  size_t last = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (raw[i] > 0) {
+      first = std::min(first, i);
+      last = i;
+    }
+  }
+  if (first == n) return "";
+  if (div == 0) div = 1;
+  uint64_t max_count = 0;
+  for (size_t i = first; i <= last; i++) max_count = std::max(max_count, raw[i] / div);
+
+  std::string out;
+  for (size_t i = first; i <= last; i++) {
+    std::string label;
+    if (i == 0) {
+      label = "(..., " + upper(0)->text + ")";
+    } else {
+      const Bound lo = *upper(i - 1);
+      const std::optional<Bound> hi = upper(i);
+      if (!hi) {
+        label = "[" + lo.text + ", ...)";
+      } else if (single_value(lo, *hi)) {
+        label = "[" + lo.text + "]";
+      } else {
+        label = "[" + lo.text + ", " + hi->text + ")";
+      }
+    }
+    append_line(out, label, raw[i] / div, max_count);
+  }
+  return out;
+}
+
+// hist(): the upper bound of bucket `index`. Indexes up to 2^(k+1) hold one
+// value each (index i holds i-1), so their bound is the plain integer i. Above
+// that, index = ((p - k + 1) << k) + x + 1 for values in
+// [2^p + x*2^(p-k), 2^p + (x+1)*2^(p-k)); its upper bound is
+// 2^(p-k) * (2^k + x + 1) = 2^power * (2^k + interval) with
+// power = (index >> k) - 1 and interval = index & (2^k - 1), printed with the
+// largest 1024-power suffix that divides 2^power (bpftrace hist_index_label).
+Bound hist_upper(uint32_t index, int k) {
+  if (index <= (2u << k)) return plain_bound(index);
+  const uint64_t n = uint64_t{1} << k;
+  const uint64_t interval = index & (n - 1);
+  uint32_t power = (index >> k) - 1;
+  const uint32_t decade = std::min<uint32_t>(power / 10, 6);
+  power -= 10 * decade;
+  static constexpr char kSuffix[] = "\0KMGTPE";
+  std::string text = fmt::format("{}", (uint64_t{1} << power) * (n + interval));
+  if (decade > 0) text += kSuffix[decade];
+  return Bound{std::move(text), std::nullopt};
+}
+
+// lhist(): K/M suffixes only when step is a multiple of 1024 (0.24+); 0 stays
+// "0". Otherwise the bound is a plain integer, so step-1 buckets print "[3]".
+Bound lhist_bound(int64_t number, int64_t step) {
+  constexpr int64_t kKilo = 1024;
+  constexpr int64_t kMega = 1024 * 1024;
+  if (step % kKilo != 0) return plain_bound(number);
+  // (Built with fmt::format in every branch: assigning a literal here trips a
+  // GCC 12 -Wrestrict false positive under -fsanitize.)
+  if (number != 0 && number % kMega == 0) {
+    return Bound{fmt::format("{}M", number / kMega), std::nullopt};
+  }
+  if (number != 0 && number % kKilo == 0) {
+    return Bound{fmt::format("{}K", number / kKilo), std::nullopt};
+  }
+  return Bound{fmt::format("{}", number), std::nullopt};
+}
+
+}  // namespace
+
+// The bpftrace 0.26 log2 helper (codegen_llvm.cpp createLog2Function):
+//   n < 0          -> 0
+//   n < 2^k        -> n + 1                       (one value per bucket)
+//   otherwise, with p = floor(log2(n)) >= k, l = p - k and x = the k bits of n
+//   after its leading 1, (n >> l) & (2^k - 1):
+//                  -> ((l + 1) << k) + x + 1
+// For k = 0 this is: 0 negatives, 1 the value 0, 2 the value 1, and
+// [2^j, 2^(j+1)) -> j + 2. With k > 0, indexes 1..2^(k+1) are single values
+// (0 .. 2^(k+1)-1) and each later power of two splits into 2^k buckets.
+uint32_t hist_index(int64_t value, int bits) {
+  const int k = clamp_bits(bits);
+  if (value < 0) return 0;
+  const uint64_t n = static_cast<uint64_t>(value);
+  const uint64_t mask = (uint64_t{1} << k) - 1;
+  if (n <= mask) return static_cast<uint32_t>(n + 1);
+  const int p = 63 - __builtin_clzll(n);
+  const int l = p - k;
+  const uint64_t x = (n >> l) & mask;
+  return static_cast<uint32_t>((static_cast<uint64_t>(l + 1) << k) + x + 1);
+}
+
+// Enough buckets for any 64-bit value: the largest index, for p = 63 (a value
+// of 2^63 or more if it were unsigned), is ((64 - k) << k) + 2^k - 1 + 1 =
+// (65 - k) << k, so the count is that plus one (66 for k = 0). A signed value
+// never reaches the top power (its largest index is (64 - k) << k).
+uint32_t hist_bucket_count(int bits) {
+  const int k = clamp_bits(bits);
+  return (static_cast<uint32_t>(65 - k) << k) + 1;
+}
+
+// The bpftrace 0.26 linear helper (codegen_llvm.cpp createLinearFunction):
+//   n < min  -> 0;  n > max -> 1 + (max - min) / step;  else 1 + (n - min) / step.
+// When (max - min) is a multiple of step, n == max lands in the overflow bucket
+// as well. When it is not, the division rounds down: the last bucket
+// 1 + (max - min) / step starts at min + ((max - min) / step) * step and holds
+// everything from there up, including values above max (lhist(n, 0, 10, 3):
+// 9, 10 and 11 all land in bucket 4, printed "[9, ...)"). Both cases are
+// min(1 + (n - min) / step, 1 + (max - min) / step) for n >= min.
+uint32_t lhist_index(int64_t value, int64_t min, int64_t max, int64_t step) {
+  if (value < min) return 0;
+  if (step <= 0 || max < min) return 1;
+  const uint64_t last = 1 + (static_cast<uint64_t>(max) - static_cast<uint64_t>(min)) /
+                                static_cast<uint64_t>(step);
+  const uint64_t idx = 1 + (static_cast<uint64_t>(value) - static_cast<uint64_t>(min)) /
+                               static_cast<uint64_t>(step);
+  return static_cast<uint32_t>(std::min(idx, last));
+}
+
+// Underflow bucket, (max - min) / step (rounded down) in-range buckets, and the
+// last bucket (see lhist_index).
+uint32_t lhist_bucket_count(int64_t min, int64_t max, int64_t step) {
+  if (step <= 0 || max < min) return 2;
+  return static_cast<uint32_t>(
+      (static_cast<uint64_t>(max) - static_cast<uint64_t>(min)) / static_cast<uint64_t>(step) + 2);
+}
+
+std::string hist_text_div(const std::vector<uint64_t>& buckets, int bits, uint64_t div) {
+  const int k = clamp_bits(bits);
+  return render(buckets, hist_bucket_count(k), div,
+                [k](size_t i) -> std::optional<Bound> {
+                  return hist_upper(static_cast<uint32_t>(i), k);
+                });
+}
+
+std::string hist_text(const std::vector<uint64_t>& buckets, int bits) {
+  return hist_text_div(buckets, bits, 1);
+}
+
+std::string lhist_text(const std::vector<uint64_t>& buckets, int64_t min, int64_t max,
+                       int64_t step) {
+  // Sema guarantees min < max and step >= 1; keep bad parameters from
+  // leaving a bucket without its lower bound.
+  if (step <= 0) step = 1;
+  if (max < min) max = min;
+  return render(buckets, lhist_bucket_count(min, max, step), 1,
+                [=](size_t i) -> std::optional<Bound> {
+                  int64_t offset = 0;
+                  int64_t bound = 0;
+                  if (__builtin_mul_overflow(static_cast<int64_t>(i), step, &offset) ||
+                      __builtin_add_overflow(min, offset, &bound) || bound > max) {
+                    // Past max: the open-ended last bucket "[a, ...)".
+                    return std::nullopt;
+                  }
+                  return lhist_bound(bound, step);
+                });
+}
+
+}  // namespace bpfscope::output

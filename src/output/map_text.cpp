@@ -1,0 +1,242 @@
+// A map as bpftrace 0.26 prints it at exit and for print(@m, top, div)
+// (types_format.cpp format(BpfMap), output/text.cpp TextOutput::map).
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "output/histogram.h"
+#include "output/output.h"
+
+namespace bpfscope::output {
+
+namespace {
+
+using Entry = std::pair<Value, Aggregate>;
+
+// Signed value / div with div > 0, safe for any uint64 div.
+int64_t div_signed(int64_t v, uint64_t div) {
+  if (div > static_cast<uint64_t>(INT64_MAX)) {
+    // |v| < div except for INT64_MIN / 2^63.
+    return (v == INT64_MIN && div == uint64_t{1} << 63) ? -1 : 0;
+  }
+  return v / static_cast<int64_t>(div);
+}
+
+Value divide(const Value& v, uint64_t div) {
+  switch (v.kind) {
+    case Value::Kind::Int:
+      return Value::of_int(div_signed(v.i, div));
+    case Value::Kind::UInt:
+      return Value::of_uint(v.u / div);
+    case Value::Kind::None:
+    case Value::Kind::Bool:
+    case Value::Kind::String:
+    case Value::Kind::Tuple:
+      // bpftrace divides only integer values.
+      return v;
+  }
+  return v;
+}
+
+bool is_integer(const Value& v) {
+  return v.kind == Value::Kind::Int || v.kind == Value::Kind::UInt;
+}
+
+// The integer as int64 / uint64 bits, whatever its kind.
+int64_t as_i64(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Int:
+    case Value::Kind::Bool:
+      return v.i;
+    case Value::Kind::UInt:
+      return static_cast<int64_t>(v.u);
+    case Value::Kind::None:
+    case Value::Kind::String:
+    case Value::Kind::Tuple:
+      return 0;
+  }
+  return 0;
+}
+uint64_t as_u64(const Value& v) { return static_cast<uint64_t>(as_i64(v)); }
+
+// avg()/stats() average: total / count truncated toward zero, 0 when empty.
+// Unsigned maps divide as uint64 (bpftrace util::stats_value<uint64_t>).
+Value average(const Aggregate& a, bool is_signed) {
+  if (is_signed) return Value::of_int(a.count > 0 ? a.total / a.count : 0);
+  const auto count = static_cast<uint64_t>(a.count);
+  return Value::of_uint(count > 0 ? static_cast<uint64_t>(a.total) / count : 0);
+}
+
+Value stat_number(int64_t n, bool is_signed) {
+  return is_signed ? Value::of_int(n) : Value::of_uint(static_cast<uint64_t>(n));
+}
+
+// Key order (REFERENCE 4.3): integers signed (bpftrace sorts every 8-byte
+// integer key as int64), strings bytewise, tuples field by field.
+int compare_keys(const Value& a, const Value& b) {
+  const bool ai = is_integer(a) || a.kind == Value::Kind::Bool;
+  const bool bi = is_integer(b) || b.kind == Value::Kind::Bool;
+  if (ai && bi) {
+    const int64_t x = as_i64(a);
+    const int64_t y = as_i64(b);
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
+  switch (a.kind) {
+    case Value::Kind::String: {
+      // std::char_traits<char>::compare compares as unsigned char, like memcmp.
+      const int c = a.s.compare(b.s);
+      return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    }
+    case Value::Kind::Tuple: {
+      const size_t n = std::min(a.elems.size(), b.elems.size());
+      for (size_t i = 0; i < n; i++) {
+        if (const int c = compare_keys(a.elems[i], b.elems[i]); c != 0) return c;
+      }
+      return a.elems.size() < b.elems.size() ? -1 : (a.elems.size() > b.elems.size() ? 1 : 0);
+    }
+    case Value::Kind::None:
+    case Value::Kind::Int:
+    case Value::Kind::UInt:
+    case Value::Kind::Bool:
+      return 0;
+  }
+  return 0;
+}
+
+uint64_t total_count(const Aggregate& a) {
+  uint64_t sum = 0;
+  for (const uint64_t b : a.buckets) sum += b;
+  return sum;
+}
+
+template <typename Key>
+void sort_by(std::vector<Entry>& entries, Key key) {
+  std::stable_sort(entries.begin(), entries.end(),
+                   [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
+}
+
+// Ascending order per REFERENCE 4.3. Ties keep the snapshot's order (bpftrace
+// leaves them in hash order; tests avoid ties).
+void sort_entries(const MapSnapshot& map, std::vector<Entry>& entries) {
+  const bool is_signed = map.value_signed;
+  const auto by_key = [&] {
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return compare_keys(a.first, b.first) < 0;
+    });
+  };
+  const auto by_integer_value = [&] {
+    if (is_signed) {
+      sort_by(entries, [](const Entry& e) { return as_i64(e.second.value); });
+    } else {
+      sort_by(entries, [](const Entry& e) { return as_u64(e.second.value); });
+    }
+  };
+  switch (map.kind) {
+    case AggKind::Plain: {
+      // Only integer values sort by value; strings, tuples, bools sort by key.
+      const bool all_ints = std::all_of(entries.begin(), entries.end(),
+                                        [](const Entry& e) { return is_integer(e.second.value); });
+      if (all_ints) {
+        by_integer_value();
+      } else {
+        by_key();
+      }
+      return;
+    }
+    case AggKind::Count:
+    case AggKind::Sum:
+      by_integer_value();
+      return;
+    case AggKind::Min:
+    case AggKind::Max:
+      // 0.26 compares min/max values as uint64: negatives sort last.
+      sort_by(entries, [](const Entry& e) { return as_u64(e.second.value); });
+      return;
+    case AggKind::Avg:
+    case AggKind::Stats:
+      if (is_signed) {
+        sort_by(entries, [](const Entry& e) { return average(e.second, true).i; });
+      } else {
+        sort_by(entries, [](const Entry& e) { return average(e.second, false).u; });
+      }
+      return;
+    case AggKind::Hist:
+    case AggKind::LHist:
+      sort_by(entries, [](const Entry& e) { return total_count(e.second); });
+      return;
+  }
+}
+
+// The text after "@m: " / "@m[k]: " for a one-line value.
+std::string value_text(const MapSnapshot& map, const Aggregate& a, uint64_t div) {
+  switch (map.kind) {
+    case AggKind::Plain:
+    case AggKind::Count:
+    case AggKind::Sum:
+    case AggKind::Min:
+    case AggKind::Max:
+      return to_text(divide(a.value, div));
+    case AggKind::Avg:
+      return to_text(divide(average(a, map.value_signed), div));
+    case AggKind::Stats:
+      // div applies to the average only (0.26).
+      return fmt::format("{{ .count = {}, .average = {}, .total = {} }}",
+                         to_text(stat_number(a.count, map.value_signed)),
+                         to_text(divide(average(a, map.value_signed), div)),
+                         to_text(stat_number(a.total, map.value_signed)));
+    case AggKind::Hist:
+    case AggKind::LHist:
+      break;
+  }
+  return "";
+}
+
+std::string entry_name(const MapSnapshot& map, const Value& key) {
+  if (!map.keyed) return map.name;
+  return map.name + "[" + key_text(key) + "]";
+}
+
+}  // namespace
+
+std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div) {
+  std::vector<Entry> entries = map.entries;
+  sort_entries(map, entries);
+  if (top != 0 && entries.size() > top) {
+    entries.erase(entries.begin(), entries.end() - static_cast<std::ptrdiff_t>(top));
+  }
+  if (div == 0) div = 1;
+  if (!map.keyed && entries.size() > 1) {
+    // A scalar map has one entry; bpftrace prints the first one it reaches.
+    entries.resize(1);
+  }
+
+  std::string out;
+  for (const auto& [key, agg] : entries) {
+    switch (map.kind) {
+      case AggKind::Hist:
+        // "@h:" / "@h[k]:", the bucket lines, an empty line.
+        out += entry_name(map, key) + ":\n";
+        out += hist_text_div(agg.buckets, map.hist.bits, div);
+        out += '\n';
+        break;
+      case AggKind::LHist:
+        // div has no effect on linear histograms (0.26).
+        out += entry_name(map, key) + ":\n";
+        out += lhist_text(agg.buckets, map.hist.min, map.hist.max, map.hist.step);
+        out += '\n';
+        break;
+      case AggKind::Plain:
+      case AggKind::Count:
+      case AggKind::Sum:
+      case AggKind::Min:
+      case AggKind::Max:
+      case AggKind::Avg:
+      case AggKind::Stats:
+        out += entry_name(map, key) + ": " + value_text(map, agg, div) + '\n';
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace bpfscope::output

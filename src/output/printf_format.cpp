@@ -1,0 +1,307 @@
+// printf(): parsing the format once and formatting each event with C/libc
+// semantics (REFERENCE 6.5 and 9: bpfscope keeps libc precision handling and
+// the 32-bit conversion of unmodified %d/%u, where 0.26 uses iostreams).
+#include <cstdio>
+#include <fmt/format.h>
+#include <optional>
+
+#include "output/output.h"
+
+namespace bpfscope::output {
+
+namespace {
+
+// Widths and precisions above this are refused at parse time, so one event
+// can never ask snprintf for gigabytes.
+constexpr int kMaxWidth = 65536;
+
+// One conversion split into its parts.
+struct Conversion {
+  std::string flags;  // any of "-+ #0", as written
+  int width = -1;
+  int precision = -1;
+  std::string length;
+  char conv = 0;
+  std::string buffer_mode;
+  size_t end = 0;  // one past the conversion in the scanned text
+};
+
+struct ScanError {
+  size_t end;  // one past the offending character
+  std::string why;
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Scans the conversion starting at s[pos] == '%' (not "%%").
+std::variant<Conversion, ScanError> scan_conversion(std::string_view s, size_t pos) {
+  Conversion c;
+  size_t i = pos + 1;
+  while (i < s.size() && std::string_view("-+ #0").find(s[i]) != std::string_view::npos) {
+    c.flags += s[i++];
+  }
+  const auto number = [&](int& out) -> bool {
+    int64_t v = 0;
+    bool fits = true;
+    while (i < s.size() && is_digit(s[i])) {
+      v = v * 10 + (s[i++] - '0');
+      if (v > kMaxWidth) {
+        fits = false;
+        v = kMaxWidth;
+      }
+    }
+    out = static_cast<int>(v);
+    return fits;
+  };
+  if (i < s.size() && is_digit(s[i]) && !number(c.width)) {
+    return ScanError{i, "width too large"};
+  }
+  if (i < s.size() && s[i] == '.') {
+    i++;
+    // C: a '.' with no digits is precision 0.
+    if (!number(c.precision)) return ScanError{i, "precision too large"};
+  }
+  for (const std::string_view len : {"hh", "h", "ll", "l", "j", "z", "t", "L"}) {
+    if (s.substr(i, len.size()) == len) {
+      c.length = len;
+      i += len.size();
+      break;
+    }
+  }
+  if (i >= s.size()) return ScanError{i, ""};
+  const char conv = s[i++];
+  if (std::string_view("diouxXcspeEfFgGaA").find(conv) != std::string_view::npos) {
+    if (conv == 'g' && i < s.size() && s[i] == 'r') {
+      // 0.26's %gr prints GFP flag names; we have no flag table, and reading
+      // it as %g followed by "r" would print something else.
+      return ScanError{i + 1, "%gr (GFP flags) is not supported"};
+    }
+    c.conv = conv;
+  } else if (conv == 'r') {
+    c.conv = 'r';
+    if (i < s.size() && (s[i] == 'x' || s[i] == 'h')) c.buffer_mode = s[i++];
+  } else {
+    return ScanError{i, ""};
+  }
+  c.end = i;
+  return c;
+}
+
+PrintfSpec::ArgKind wanted(char conv) {
+  switch (conv) {
+    case 's':
+      return PrintfSpec::ArgKind::Any;
+    case 'r':
+      return PrintfSpec::ArgKind::String;
+    default:
+      return PrintfSpec::ArgKind::Integer;
+  }
+}
+
+// snprintf into a std::string; `spec` is a format we built, with one argument.
+template <typename T>
+std::string c_format(const std::string& spec, T arg) {
+  const int n = std::snprintf(nullptr, 0, spec.c_str(), arg);
+  if (n <= 0) return "";
+  std::string out(static_cast<size_t>(n), '\0');
+  // data() has room for the terminating NUL as well.
+  std::snprintf(out.data(), out.size() + 1, spec.c_str(), arg);
+  return out;
+}
+
+// "%" + flags + width + precision, ready for a length and a conversion.
+std::string c_prefix(const Conversion& c, bool with_precision) {
+  std::string spec = "%" + c.flags;
+  if (c.width >= 0) spec += fmt::format("{}", c.width);
+  if (with_precision && c.precision >= 0) spec += fmt::format(".{}", c.precision);
+  return spec;
+}
+
+int64_t integer_of(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Int:
+    case Value::Kind::Bool:
+      return v.i;
+    case Value::Kind::UInt:
+      return static_cast<int64_t>(v.u);
+    case Value::Kind::None:
+    case Value::Kind::String:
+    case Value::Kind::Tuple:
+      // Sema rejects these for integer conversions; never crash on them.
+      return 0;
+  }
+  return 0;
+}
+
+bool wide_length(const std::string& length) {
+  // glibc treats L on an integer conversion like ll.
+  return length == "l" || length == "ll" || length == "j" || length == "z" || length == "t" ||
+         length == "L";
+}
+
+std::string format_signed(const Conversion& c, int64_t v) {
+  const std::string prefix = c_prefix(c, true);
+  if (wide_length(c.length)) return c_format(prefix + "ll" + c.conv, static_cast<long long>(v));
+  // Narrower conversions cast first, exactly as C's argument conversion does.
+  int narrowed = static_cast<int>(v);
+  if (c.length == "hh") narrowed = static_cast<signed char>(v);
+  if (c.length == "h") narrowed = static_cast<short>(v);
+  return c_format(prefix + c.conv, narrowed);
+}
+
+std::string format_unsigned(const Conversion& c, int64_t v) {
+  const std::string prefix = c_prefix(c, true);
+  const auto u = static_cast<uint64_t>(v);
+  if (wide_length(c.length)) {
+    return c_format(prefix + "ll" + c.conv, static_cast<unsigned long long>(u));
+  }
+  unsigned narrowed = static_cast<unsigned>(u);
+  if (c.length == "hh") narrowed = static_cast<unsigned char>(u);
+  if (c.length == "h") narrowed = static_cast<unsigned short>(u);
+  return c_format(prefix + c.conv, narrowed);
+}
+
+std::string format_float(const Conversion& c, const Value& v) {
+  const std::string prefix = c_prefix(c, true);
+  const bool is_unsigned = v.kind == Value::Kind::UInt;
+  const int64_t n = integer_of(v);
+  if (c.length == "L") {
+    const long double d = is_unsigned ? static_cast<long double>(static_cast<uint64_t>(n))
+                                      : static_cast<long double>(n);
+    return c_format(prefix + "L" + c.conv, d);
+  }
+  const double d = is_unsigned ? static_cast<double>(static_cast<uint64_t>(n))
+                               : static_cast<double>(n);
+  return c_format(prefix + c.conv, d);
+}
+
+// %r: bytes 32..126 kept, others \xNN; %rx: every byte \xNN; %rh: "61 62".
+std::string buffer_text(std::string_view bytes, std::string_view mode) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i++) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (mode.empty() && b >= 32 && b <= 126) {
+      out += static_cast<char>(b);
+    } else if (mode != "h") {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", b);
+    } else {
+      if (i > 0) out += ' ';
+      fmt::format_to(std::back_inserter(out), "{:02x}", b);
+    }
+  }
+  return out;
+}
+
+std::string apply(const Conversion& c, const Value& arg) {
+  switch (c.conv) {
+    case 'd':
+    case 'i':
+      return format_signed(c, integer_of(arg));
+    case 'u':
+    case 'o':
+    case 'x':
+    case 'X':
+      return format_unsigned(c, integer_of(arg));
+    case 'c':
+      // Precision and length mean nothing (or wint_t) for %c.
+      return c_format(c_prefix(c, false) + "c", static_cast<int>(integer_of(arg)));
+    case 'p':
+      // glibc: 0x-prefixed hex, "(nil)" for 0.
+      return c_format(c_prefix(c, true) + "p",
+                      reinterpret_cast<void*>(static_cast<uintptr_t>(integer_of(arg))));
+    case 'e':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'g':
+    case 'G':
+    case 'a':
+    case 'A':
+      return format_float(c, arg);
+    case 's': {
+      // Any value prints as its text; "%ls" would read a wide string, so the
+      // length modifier is dropped.
+      const std::string text = arg.kind == Value::Kind::String ? arg.s : to_text(arg);
+      return c_format(c_prefix(c, true) + "s", text.c_str());
+    }
+    case 'r': {
+      const std::string text = arg.kind == Value::Kind::String ? arg.s : to_text(arg);
+      const std::string body = buffer_text(text, c.buffer_mode);
+      // Width pads with spaces as for %s (0.26 applies setw); no precision.
+      if (c.width < 0 || body.size() >= static_cast<size_t>(c.width)) return body;
+      const std::string pad(static_cast<size_t>(c.width) - body.size(), ' ');
+      return c.flags.find('-') != std::string::npos ? body + pad : pad + body;
+    }
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
+  PrintfFormat out;
+  std::string literal;
+  size_t i = 0;
+  while (i < fmt.size()) {
+    if (fmt[i] != '%') {
+      literal += fmt[i++];
+      continue;
+    }
+    if (i + 1 < fmt.size() && fmt[i + 1] == '%') {
+      literal += '%';
+      i += 2;
+      continue;
+    }
+    auto scanned = scan_conversion(fmt, i);
+    if (auto* err = std::get_if<ScanError>(&scanned)) {
+      const std::string token(fmt.substr(i, err->end - i));
+      if (err->why.empty()) return "printf: Unknown format string token: " + token;
+      return "printf: " + err->why + ": " + token;
+    }
+    const Conversion& c = std::get<Conversion>(scanned);
+    PrintfSpec spec;
+    spec.literal_before = std::move(literal);
+    literal.clear();
+    spec.spec = std::string(fmt.substr(i, c.end - i));
+    spec.conv = c.conv;
+    spec.length = c.length;
+    spec.buffer_mode = c.buffer_mode;
+    spec.wants = wanted(c.conv);
+    out.specs.push_back(std::move(spec));
+    i = c.end;
+  }
+  out.trailing = std::move(literal);
+  return out;
+}
+
+std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& args) {
+  std::string out;
+  const Value missing;
+  for (size_t i = 0; i < fmt.specs.size(); i++) {
+    const PrintfSpec& spec = fmt.specs[i];
+    out += spec.literal_before;
+    // The spec text is re-scanned for flags, width and precision; a spec built
+    // by hand without it falls back to its conversion and length alone.
+    Conversion c;
+    std::optional<Conversion> written;
+    if (spec.spec.size() >= 2 && spec.spec[0] == '%') {
+      auto scanned = scan_conversion(spec.spec, 0);
+      if (auto* ok = std::get_if<Conversion>(&scanned); ok && ok->end == spec.spec.size()) {
+        written = *ok;
+      }
+    }
+    if (written) {
+      c = *written;
+    } else {
+      c.conv = spec.conv;
+      c.length = spec.length;
+      c.buffer_mode = spec.buffer_mode;
+    }
+    out += apply(c, i < args.size() ? args[i] : missing);
+  }
+  out += fmt.trailing;
+  return out;
+}
+
+}  // namespace bpfscope::output

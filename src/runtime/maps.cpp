@@ -1,0 +1,140 @@
+#include "runtime/maps.h"
+
+#include <cstring>
+
+#include "bpf/libbpf_bpf.h"
+
+namespace bpfscope::runtime {
+
+output::Value decode(const sema::Type& t, const uint8_t* p) {
+  switch (t.kind) {
+    case sema::TypeKind::None: return {};
+    case sema::TypeKind::Bool: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return output::Value::of_bool(v != 0);
+    }
+    case sema::TypeKind::Int: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      if (t.is_signed) return output::Value::of_int(static_cast<int64_t>(v));
+      return output::Value::of_uint(v);
+    }
+    case sema::TypeKind::String: {
+      size_t n = strnlen(reinterpret_cast<const char*>(p), t.size);
+      return output::Value::of_string(std::string(reinterpret_cast<const char*>(p), n));
+    }
+    case sema::TypeKind::Tuple: {
+      std::vector<output::Value> elems;
+      for (size_t i = 0; i < t.elems.size(); ++i) elems.push_back(decode(t.elems[i], p + t.offsets[i]));
+      return output::Value::of_tuple(std::move(elems));
+    }
+  }
+  std::unreachable();
+}
+
+namespace {
+
+int64_t i64(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& value, int ncpus) {
+  output::Aggregate a;
+  uint32_t stride = m.percpu ? sema::align8(m.value_size) : 0;
+  int n = m.percpu ? ncpus : 1;
+  switch (m.agg) {
+    case output::AggKind::Plain: a.value = decode(m.value, value.data()); break;
+    case output::AggKind::Count:
+    case output::AggKind::Sum: {
+      int64_t total = 0;
+      for (int c = 0; c < n; ++c) total += i64(value.data() + c * stride);
+      a.value = m.value.is_signed || m.agg == output::AggKind::Count ? output::Value::of_int(total)
+                                                                     : output::Value::of_uint(static_cast<uint64_t>(total));
+      if (m.agg == output::AggKind::Count) a.value = output::Value::of_uint(static_cast<uint64_t>(total));
+      break;
+    }
+    case output::AggKind::Min:
+    case output::AggKind::Max: {
+      bool any = false;
+      int64_t best = 0;
+      for (int c = 0; c < n; ++c) {
+        const uint8_t* p = value.data() + c * stride;
+        if (!i64(p + 8)) continue;
+        int64_t v = i64(p);
+        bool better;
+        if (m.value.is_signed)
+          better = m.agg == output::AggKind::Min ? v < best : v > best;
+        else
+          better = m.agg == output::AggKind::Min ? static_cast<uint64_t>(v) < static_cast<uint64_t>(best)
+                                                 : static_cast<uint64_t>(v) > static_cast<uint64_t>(best);
+        if (!any || better) best = v;
+        any = true;
+      }
+      a.value = m.value.is_signed ? output::Value::of_int(best) : output::Value::of_uint(static_cast<uint64_t>(best));
+      break;
+    }
+    case output::AggKind::Avg:
+    case output::AggKind::Stats:
+      for (int c = 0; c < n; ++c) {
+        a.count += i64(value.data() + c * stride);
+        a.total += i64(value.data() + c * stride + 8);
+      }
+      break;
+    case output::AggKind::Hist:
+    case output::AggKind::LHist: {
+      size_t buckets = m.value_size / 8;
+      a.buckets.assign(buckets, 0);
+      for (int c = 0; c < n; ++c)
+        for (size_t b = 0; b < buckets; ++b) a.buckets[b] += static_cast<uint64_t>(i64(value.data() + c * stride + b * 8));
+      break;
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus) {
+  output::MapSnapshot snap;
+  snap.name = m.name;
+  snap.kind = m.agg;
+  snap.keyed = m.keyed;
+  snap.value_signed = m.value.is_signed;
+  snap.hist = m.hist;
+  std::vector<uint8_t> key(m.key_size), next(m.key_size);
+  std::vector<uint8_t> value(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
+  void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+    key = next;
+    prev = key.data();
+    if (bpf_map_lookup_elem(fd, key.data(), value.data()) != 0) continue;
+    output::Value k = m.keyed ? decode(m.key, key.data()) : output::Value{};
+    snap.entries.emplace_back(std::move(k), aggregate(m, value, ncpus));
+  }
+  return snap;
+}
+
+void clear_map(int fd, uint32_t key_size) {
+  std::vector<uint8_t> key(key_size);
+  while (bpf_map_get_next_key(fd, nullptr, key.data()) == 0) {
+    if (bpf_map_delete_elem(fd, key.data()) != 0) break;
+  }
+}
+
+void zero_map(const sema::MapInfo& m, int fd, int ncpus) {
+  std::vector<uint8_t> key(m.key_size), next(m.key_size);
+  std::vector<uint8_t> zeros(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
+  std::vector<std::vector<uint8_t>> keys;
+  void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = key.data();
+  }
+  for (auto& k : keys) bpf_map_update_elem(fd, k.data(), zeros.data(), BPF_EXIST);
+}
+
+}  // namespace bpfscope::runtime

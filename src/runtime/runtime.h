@@ -1,0 +1,43 @@
+// The runtime: creates maps, loads and attaches the compiled programs, runs
+// BEGIN, the event loop and END, and prints the maps. Reads sema's map,
+// action and probe tables; never the other way round.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/codegen/codegen.h"
+#include "ir/ir.h"
+#include "lang/source.h"
+#include "sema/sema.h"
+
+namespace bpfscope::runtime {
+
+struct Options {
+  std::string output_file;   // -o: script output goes there
+  bool quiet = false;        // -q
+  bool verbose = false;      // -v
+  bool dry_run = false;      // --dry-run: load, do not attach or run
+  bool debug_verifier = false;  // -d verifier: print the kernel's log
+  uint32_t ringbuf_bytes = 16u << 20;
+  int child_pid = -1;        // -c: the child, held until attach (see Child)
+  int target_pid = -1;       // -p
+};
+
+// A child started by -c: forked before compilation (its pid filters the
+// probes), held on a pipe until the probes are attached.
+struct Child {
+  int pid = -1;
+  int release_fd = -1;  // write a byte to let it exec
+};
+
+std::optional<Child> start_child(const std::string& command, std::string& error);
+
+// Runs the compiled program. Returns the process exit status: the exit()
+// code, 0 on a signal or when the target ends, 255 on load or attach errors.
+int run(const sema::TypedProgram& program, const ir::Module& module, std::vector<codegen::Program> programs,
+        const Options& options, std::optional<Child> child);
+
+}  // namespace bpfscope::runtime

@@ -1,0 +1,513 @@
+// One run of a compiled program: maps, load, BEGIN, attach, event loop, END,
+// map printing.
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+
+#include "bpf/bpf.h"
+#include "bpf/libbpf_bpf.h"
+#include "lang/diagnostics.h"
+#include "runtime/maps.h"
+#include "runtime/runtime.h"
+
+namespace bpfscope::runtime {
+namespace {
+
+bpf_prog_type prog_type(sema::ProbeKind k) {
+  switch (k) {
+    case sema::ProbeKind::Begin:
+    case sema::ProbeKind::End: return BPF_PROG_TYPE_RAW_TRACEPOINT;
+    case sema::ProbeKind::Tracepoint: return BPF_PROG_TYPE_TRACEPOINT;
+    case sema::ProbeKind::Interval:
+    case sema::ProbeKind::Profile:
+    case sema::ProbeKind::Hardware: return BPF_PROG_TYPE_PERF_EVENT;
+    case sema::ProbeKind::Kprobe:
+    case sema::ProbeKind::Kretprobe: return BPF_PROG_TYPE_KPROBE;
+    case sema::ProbeKind::Fentry:
+    case sema::ProbeKind::Fexit: return BPF_PROG_TYPE_TRACING;
+  }
+  std::unreachable();
+}
+
+// Why this kernel cannot run a probe kind, or "" when it can.
+std::string unavailable_reason(sema::ProbeKind k) {
+  switch (k) {
+    case sema::ProbeKind::Kprobe:
+    case sema::ProbeKind::Kretprobe:
+      if (bpf::has_kprobe_support()) return "";
+      return "kprobes are not available on this kernel (no kprobe PMU in /sys/bus/event_source/devices and no "
+             "kprobe_events in tracefs: CONFIG_KPROBES is off)";
+    case sema::ProbeKind::Fentry:
+    case sema::ProbeKind::Fexit:
+      return "fentry/fexit programs are not supported by bpfscope yet on this kernel (this kernel refuses "
+             "BPF_PROG_LOAD of tracing programs with EPERM)";
+    case sema::ProbeKind::Hardware:
+      return "hardware perf events are not available: this machine has no hardware PMU";
+    case sema::ProbeKind::Begin:
+    case sema::ProbeKind::End:
+    case sema::ProbeKind::Tracepoint:
+    case sema::ProbeKind::Interval:
+    case sema::ProbeKind::Profile: return "";
+  }
+  std::unreachable();
+}
+
+uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+class Session {
+ public:
+  Session(const sema::TypedProgram& p, const ir::Module& m, std::vector<codegen::Program> progs, const Options& o)
+      : p_(p), m_(m), progs_(std::move(progs)), o_(o), ncpus_(bpf::possible_cpus()) {}
+
+  ~Session() {
+    if (out_ && out_ != stdout) fclose(out_);
+    if (rb_) ring_buffer__free(rb_);
+  }
+
+  int run(std::optional<Child> child) {
+    out_ = stdout;
+    if (!o_.output_file.empty()) {
+      out_ = fopen(o_.output_file.c_str(), "w");
+      if (!out_) {
+        fmt::print(stderr, "ERROR: cannot open {}: {}\n", o_.output_file, strerror(errno));
+        return 1;
+      }
+    }
+    setvbuf(out_, nullptr, _IOFBF, 1 << 16);
+    if (int rc = check_kinds(); rc) return rc;
+    if (int rc = create_maps(); rc) return rc;
+    if (int rc = load_all(); rc) return rc;
+    if (o_.dry_run) return 0;
+
+    // Signals are read from a signalfd, so no handler runs and the event
+    // loop wakes at once.
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    sigfd_ = bpf::Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+
+    uint32_t attach_count = 0;
+    for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
+    if (!o_.quiet) fmt::print(stderr, "Attached {} probe{}\n", attach_count, attach_count == 1 ? "" : "s");
+
+    run_kind(sema::ProbeKind::Begin);
+    drain();
+    if (!exiting_ && !p_.only_begin_end) {
+      if (int rc = attach_all(); rc) {
+        links_.clear();
+        return rc;
+      }
+      if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
+        fmt::print(out_, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
+        fflush(out_);
+      }
+      if (child) {
+        child_pid_ = child->pid;
+        char go = 1;
+        if (write(child->release_fd, &go, 1) != 1) {
+        }
+        close(child->release_fd);
+      }
+      loop(child ? child->pid : o_.target_pid);
+    }
+    links_.clear();  // detach before END
+    ignore_records_ = false;
+    run_kind(sema::ProbeKind::End);
+    drain();
+    report_lost(true);
+    fmt::print(out_, "\n\n");
+    if (p_.config.print_maps_on_exit) print_maps();
+    fflush(out_);
+    if (child_pid_ > 0 && !child_reaped_) {
+      // The child outlives a Ctrl-C of the tracer only if it ignores it; reap if done.
+      int status;
+      waitpid(child_pid_, &status, WNOHANG);
+    }
+    return exit_code_;
+  }
+
+ private:
+  int check_kinds() {
+    for (const auto& u : p_.units) {
+      std::string why = unavailable_reason(u.kind);
+      if (why.empty()) continue;
+      lang::Diagnostics d;
+      std::vector<std::string> hints;
+      std::string alt = alternative(u);
+      if (!alt.empty()) hints.push_back(alt);
+      d.error(u.targets[0].loc, fmt::format("Unable to attach probe: {}: {}", u.targets[0].name, why), hints);
+      fmt::print(stderr, "{}", d.render(p_.ast->source));
+      return 255;
+    }
+    return 0;
+  }
+
+  // A tracepoint covering the same event, for the kprobe/fentry error.
+  static std::string alternative(const sema::ProgramUnit& u) {
+    const std::string& name = u.targets[0].name;
+    auto colon = name.rfind(':');
+    std::string fn = colon == std::string::npos ? name : name.substr(colon + 1);
+    for (std::string_view prefix : {"__x64_sys_", "__arm64_sys_", "__se_sys_", "ksys_", "sys_", "do_sys_", "do_"}) {
+      if (fn.rfind(prefix, 0) == 0) {
+        fn = fn.substr(prefix.size());
+        break;
+      }
+    }
+    bool ret = u.kind == sema::ProbeKind::Kretprobe || u.kind == sema::ProbeKind::Fexit;
+    std::string tp = fmt::format("sys_{}_{}", ret ? "exit" : "enter", fn);
+    if (bpf::read_tracepoint_format("syscalls", tp)) return fmt::format("use tracepoint:syscalls:{} instead", tp);
+    if (fn.find("tcp") != std::string::npos || fn.find("inet") != std::string::npos)
+      return "use tracepoint:sock:inet_sock_set_state or the tcp:* tracepoints instead";
+    if (fn.find("blk") != std::string::npos || fn.find("bio") != std::string::npos)
+      return "use the block:* tracepoints instead";
+    return "use a tracepoint (bpfscope -l 'tracepoint:*') or a uprobe instead";
+  }
+
+  int create_maps() {
+    for (const auto& m : p_.maps) {
+      auto fd = bpf::create_map(m.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, m.name.substr(1),
+                                m.key_size, m.value_size, m.max_entries);
+      if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", m.name, fd.error().message));
+      map_fds_.push_back(std::move(*fd));
+    }
+    struct Support {
+      bpf_map_type type;
+      const char* name;
+      uint32_t key, value, entries;
+    };
+    const Support support[] = {
+        {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, o_.ringbuf_bytes},
+        {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m_.scratch_size, 1},
+        {BPF_MAP_TYPE_ARRAY, "zero", 4, m_.zero_size, 1},
+        {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1},
+    };
+    for (const auto& s : support) {
+      auto fd = bpf::create_map(s.type, s.name, s.key, s.value, s.entries);
+      if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", s.name, fd.error().message));
+      map_fds_.push_back(std::move(*fd));
+    }
+    rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
+    if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
+    return 0;
+  }
+
+  int fail_unlocated(const std::string& msg) {
+    fmt::print(stderr, "ERROR: {}\n", msg);
+    return 255;
+  }
+
+  int load_all() {
+    for (size_t i = 0; i < progs_.size(); ++i) {
+      auto& prog = progs_[i];
+      for (const auto& r : prog.relocs) prog.insns[r.insn].imm = map_fds_[r.map].get();
+      const auto& unit = p_.units[m_.unit_of[i]];
+      bpf::ProgramSpec spec;
+      spec.type = prog_type(unit.kind);
+      spec.name = prog.name;
+      spec.insns = prog.insns;
+      spec.log_level = o_.debug_verifier ? 1 : 0;
+      auto loaded = bpf::load_program(spec);
+      if (!loaded) return verifier_error(prog, loaded.error());
+      if (o_.debug_verifier) fmt::print(stderr, "{}", loaded->log);
+      prog_fds_.push_back(std::move(loaded->fd));
+    }
+    return 0;
+  }
+
+  // Maps a rejection back to the script: the last instruction the verifier
+  // reported is looked up in the program's location table.
+  int verifier_error(const codegen::Program& prog, const bpf::LoadError& e) {
+    if (o_.debug_verifier) fmt::print(stderr, "{}", e.log);
+    std::string message = e.log.empty() ? strerror(e.err) : "";
+    int insn = -1;
+    static const std::regex insn_re(R"(^(\d+): \()");
+    size_t start = 0;
+    std::string last_line;
+    while (start < e.log.size()) {
+      size_t end = e.log.find('\n', start);
+      if (end == std::string::npos) end = e.log.size();
+      std::string line = e.log.substr(start, end - start);
+      std::smatch m;
+      if (std::regex_search(line, m, insn_re)) insn = std::stoi(m[1]);
+      if (!line.empty() && line.find("processed ") != 0 && line.find("verification time") != 0 &&
+          line.rfind("stack depth", 0) != 0)
+        last_line = line;
+      start = end + 1;
+    }
+    if (message.empty()) message = last_line;
+    lang::Diagnostics d;
+    std::string text = fmt::format("the kernel's verifier rejected the program for {}: {}", prog.name, message);
+    if (insn >= 0 && static_cast<size_t>(insn) < prog.locs.size() && prog.locs[insn].end > 0)
+      d.error(prog.locs[insn], text, {"run with -d verifier to see the kernel's log"});
+    else
+      d.error_unlocated(text, {"run with -d verifier to see the kernel's log"});
+    fmt::print(stderr, "{}", d.render(p_.ast->source));
+    return 255;
+  }
+
+  void run_kind(sema::ProbeKind kind) {
+    for (size_t i = 0; i < prog_fds_.size(); ++i) {
+      if (p_.units[m_.unit_of[i]].kind != kind) continue;
+      auto r = bpf::run_once(prog_fds_[i].get());
+      if (!r) fmt::print(stderr, "ERROR: running {}: {}\n", progs_[i].name, r.error().message);
+      drain();
+      if (exiting_ && kind == sema::ProbeKind::Begin) return;
+    }
+  }
+
+  int attach_all() {
+    for (size_t i = 0; i < prog_fds_.size(); ++i) {
+      const auto& unit = p_.units[m_.unit_of[i]];
+      for (const auto& t : unit.targets) {
+        int fd = prog_fds_[i].get();
+        switch (unit.kind) {
+          case sema::ProbeKind::Begin:
+          case sema::ProbeKind::End: break;
+          case sema::ProbeKind::Tracepoint: {
+            auto link = bpf::attach_tracepoint(fd, t.format.id);
+            if (!link) return attach_error(t, link.error().message);
+            if (o_.verbose) fmt::print(stderr, "{}: perf_event tracepoint + BPF link\n", t.name);
+            links_.push_back(std::move(*link));
+            break;
+          }
+          case sema::ProbeKind::Interval:
+          case sema::ProbeKind::Profile: {
+            int cpu = unit.kind == sema::ProbeKind::Interval ? 0 : -1;
+            auto links = bpf::attach_perf_software(fd, PERF_COUNT_SW_CPU_CLOCK, t.period, t.freq, cpu);
+            if (!links) return attach_error(t, links.error().message);
+            if (o_.verbose) fmt::print(stderr, "{}: perf_event cpu-clock on {} CPU(s)\n", t.name, links->size());
+            for (auto& l : *links) links_.push_back(std::move(l));
+            break;
+          }
+          case sema::ProbeKind::Kprobe:
+          case sema::ProbeKind::Kretprobe:
+          case sema::ProbeKind::Fentry:
+          case sema::ProbeKind::Fexit:
+          case sema::ProbeKind::Hardware: return attach_error(t, unavailable_reason(unit.kind));
+        }
+      }
+    }
+    return 0;
+  }
+
+  int attach_error(const sema::AttachTarget& t, const std::string& why) {
+    lang::Diagnostics d;
+    d.error(t.loc, fmt::format("Unable to attach probe: {}: {}", t.name, why));
+    fmt::print(stderr, "{}", d.render(p_.ast->source));
+    return 255;
+  }
+
+  static int on_record(void* ctx, void* data, size_t size) {
+    return static_cast<Session*>(ctx)->record(static_cast<const uint8_t*>(data), size);
+  }
+
+  int record(const uint8_t* data, size_t size) {
+    if (size < 8) return 0;
+    uint64_t id;
+    std::memcpy(&id, data, 8);
+    if (id >= p_.actions.size()) return 0;
+    const auto& a = p_.actions[id];
+    if (size < a.record_size) return 0;
+    if (ignore_records_) return 0;
+    std::vector<output::Value> args;
+    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i]));
+    switch (a.kind) {
+      case sema::ActionKind::Printf: {
+        std::string s = output::format_printf(a.printf_format, args);
+        fwrite(s.data(), 1, s.size(), out_);
+        break;
+      }
+      case sema::ActionKind::Exit:
+        // Records other CPUs send after exit() are dropped, as in bpftrace.
+        exiting_ = true;
+        ignore_records_ = true;
+        exit_code_ = args.empty() ? 0 : static_cast<int>(args[0].i);
+        break;
+      case sema::ActionKind::Print: {
+        if (a.map < 0) break;
+        const auto& m = p_.maps[a.map];
+        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_);
+        std::string s = output::map_text(snap, args[0].u, args[1].u);
+        fwrite(s.data(), 1, s.size(), out_);
+        break;
+      }
+      case sema::ActionKind::PrintValue: {
+        std::string s = output::to_text(args[0]) + "\n";
+        fwrite(s.data(), 1, s.size(), out_);
+        break;
+      }
+      case sema::ActionKind::Clear:
+        if (a.map >= 0) clear_map(map_fds_[a.map].get(), p_.maps[a.map].key_size);
+        break;
+      case sema::ActionKind::Zero:
+        if (a.map >= 0) zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
+        break;
+      case sema::ActionKind::Time: {
+        std::string s = output::format_time(a.format, realtime_ns());
+        fwrite(s.data(), 1, s.size(), out_);
+        break;
+      }
+    }
+    return 0;
+  }
+
+  void drain() {
+    ring_buffer__consume(rb_);
+    fflush(out_);
+  }
+
+  uint64_t lost_total() {
+    std::vector<uint64_t> v(ncpus_);
+    uint32_t key = 0;
+    if (bpf_map_lookup_elem(map_fds_[m_.support.lost].get(), &key, v.data()) != 0) return 0;
+    uint64_t total = 0;
+    for (auto x : v) total += x;
+    return total;
+  }
+
+  void report_lost(bool final) {
+    uint64_t total = lost_total();
+    if (total > lost_reported_) {
+      fmt::print(stderr, "Lost {} events\n", total - lost_reported_);
+      lost_reported_ = total;
+    }
+    if (final && total > 0) fmt::print(stderr, "WARNING: Total lost event count: {}\n", total);
+  }
+
+  void loop(int watch_pid) {
+    bpf::Fd ep(epoll_create1(EPOLL_CLOEXEC));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = 0;
+    epoll_ctl(ep.get(), EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb_), &ev);
+    ev.data.u32 = 1;
+    epoll_ctl(ep.get(), EPOLL_CTL_ADD, sigfd_.get(), &ev);
+    bpf::Fd pidfd;
+    if (watch_pid > 0) {
+      pidfd = bpf::Fd(static_cast<int>(syscall(SYS_pidfd_open, watch_pid, 0)));
+      if (pidfd) {
+        ev.data.u32 = 2;
+        epoll_ctl(ep.get(), EPOLL_CTL_ADD, pidfd.get(), &ev);
+      }
+    }
+    while (!exiting_) {
+      epoll_event events[4];
+      // Lost events are reported once a second while running.
+      int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : 1000);
+      if (n < 0 && errno != EINTR) break;
+      for (int k = 0; k < n; ++k) {
+        if (events[k].data.u32 == 1) {
+          signalfd_siginfo si;
+          while (read(sigfd_.get(), &si, sizeof si) == sizeof si) exiting_ = true;
+        } else if (events[k].data.u32 == 2) {
+          if (watch_pid == child_pid_) {
+            int status;
+            waitpid(child_pid_, &status, 0);
+            child_reaped_ = true;
+          }
+          exiting_ = true;
+        }
+      }
+      drain();
+      report_lost(false);
+    }
+    // Records already in the ring buffer before a signal still count.
+    drain();
+  }
+
+  void print_maps() {
+    std::vector<size_t> order(p_.maps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
+    for (size_t i : order) {
+      auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_);
+      std::string s = output::map_text(snap);
+      if (s.empty()) continue;
+      fwrite(s.data(), 1, s.size(), out_);
+    }
+  }
+
+  const sema::TypedProgram& p_;
+  const ir::Module& m_;
+  std::vector<codegen::Program> progs_;
+  const Options& o_;
+  int ncpus_;
+  FILE* out_ = nullptr;
+  ring_buffer* rb_ = nullptr;
+  std::vector<bpf::Fd> map_fds_;
+  std::vector<bpf::Fd> prog_fds_;
+  std::vector<bpf::Link> links_;
+  bpf::Fd sigfd_;
+  bool exiting_ = false;
+  bool ignore_records_ = false;
+  int exit_code_ = 0;
+  uint64_t lost_reported_ = 0;
+  int child_pid_ = -1;
+  bool child_reaped_ = false;
+};
+
+}  // namespace
+
+std::optional<Child> start_child(const std::string& command, std::string& error) {
+  // Split like a shell would (quotes, no expansion of commands), as bpftrace does.
+  wordexp_t we{};
+  if (wordexp(command.c_str(), &we, WRDE_NOCMD) != 0 || we.we_wordc == 0) {
+    if (we.we_wordv) wordfree(&we);
+    error = fmt::format("cannot parse the command \"{}\"", command);
+    return std::nullopt;
+  }
+  std::vector<std::string> words(we.we_wordv, we.we_wordv + we.we_wordc);
+  wordfree(&we);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    error = strerror(errno);
+    return std::nullopt;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    error = strerror(errno);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    char go;
+    // Wait until the tracer has attached (or died: read returns 0).
+    if (read(fds[0], &go, 1) != 1) _exit(127);
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    fprintf(stderr, "ERROR: failed to exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  close(fds[0]);
+  return Child{.pid = pid, .release_fd = fds[1]};
+}
+
+int run(const sema::TypedProgram& program, const ir::Module& module, std::vector<codegen::Program> programs,
+        const Options& options, std::optional<Child> child) {
+  Session s(program, module, std::move(programs), options);
+  return s.run(child);
+}
+
+}  // namespace bpfscope::runtime

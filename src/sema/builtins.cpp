@@ -1,0 +1,83 @@
+#include "sema/builtins.h"
+
+#include <array>
+
+namespace bpfscope::sema {
+namespace {
+
+// Builtin variables (REFERENCE.md 3.1). `probe` is a string constant per
+// program; `args` is typed from the tracepoint format.
+constexpr std::array kBuiltins = {
+    BuiltinRow{.name = "pid", .id = Builtin::Pid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "tid", .id = Builtin::Tid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "uid", .id = Builtin::Uid, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "gid", .id = Builtin::Gid, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "comm", .id = Builtin::Comm, .kind = TypeKind::String, .size = 16, .is_signed = false},
+    BuiltinRow{.name = "nsecs", .id = Builtin::Nsecs, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "elapsed", .id = Builtin::Elapsed, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "cpu", .id = Builtin::Cpu, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "probe", .id = Builtin::Probe, .kind = TypeKind::String, .size = 0, .is_signed = false},
+    BuiltinRow{.name = "args", .id = Builtin::Args, .kind = TypeKind::None, .size = 0, .is_signed = false},
+};
+
+constexpr std::array kFunctions = {
+    FunctionRow{.name = "", .id = Function::None, .min_args = 0, .max_args = 0},
+    FunctionRow{.name = "printf", .id = Function::Printf, .min_args = 1, .max_args = 64},
+    FunctionRow{.name = "exit", .id = Function::Exit, .min_args = 0, .max_args = 1},
+    FunctionRow{.name = "print", .id = Function::Print, .min_args = 1, .max_args = 3},
+    FunctionRow{.name = "clear", .id = Function::Clear, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "zero", .id = Function::Zero, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "delete", .id = Function::Delete, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "time", .id = Function::Time, .min_args = 0, .max_args = 1},
+    FunctionRow{.name = "str", .id = Function::Str, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "count", .id = Function::Count, .min_args = 0, .max_args = 0},
+    FunctionRow{.name = "sum", .id = Function::Sum, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "avg", .id = Function::Avg, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "min", .id = Function::Min, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "max", .id = Function::Max, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "stats", .id = Function::Stats, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "hist", .id = Function::Hist, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "lhist", .id = Function::LHist, .min_args = 4, .max_args = 4},
+};
+static_assert(kFunctions.size() == static_cast<size_t>(Function::LHist) + 1, "one row per Function, in order");
+
+}  // namespace
+
+const BuiltinRow* find_builtin(std::string_view name) {
+  for (const auto& row : kBuiltins)
+    if (row.name == name) return &row;
+  return nullptr;
+}
+
+const FunctionRow* find_function(std::string_view name) {
+  for (const auto& row : kFunctions)
+    if (!row.name.empty() && row.name == name) return &row;
+  return nullptr;
+}
+
+const FunctionRow& function_row(Function f) { return kFunctions[static_cast<size_t>(f)]; }
+
+bool is_aggregation(Function f) {
+  switch (f) {
+    case Function::Count:
+    case Function::Sum:
+    case Function::Avg:
+    case Function::Min:
+    case Function::Max:
+    case Function::Stats:
+    case Function::Hist:
+    case Function::LHist: return true;
+    case Function::None:
+    case Function::Printf:
+    case Function::Exit:
+    case Function::Print:
+    case Function::Clear:
+    case Function::Zero:
+    case Function::Delete:
+    case Function::Time:
+    case Function::Str: return false;
+  }
+  std::unreachable();
+}
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,1109 @@
+// The type checker: walks each probe body, resolves names, fixes map and
+// variable types, and builds the action table.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "sema/builtins.h"
+#include "sema/probes.h"
+#include "sema/sema.h"
+
+namespace bpfscope::sema {
+namespace {
+
+using lang::Expr;
+using lang::ExprId;
+using lang::ExprKind;
+using lang::kNone;
+using lang::Op;
+using lang::Stmt;
+using lang::StmtId;
+using lang::StmtKind;
+
+const char* agg_name(output::AggKind k) {
+  switch (k) {
+    case output::AggKind::Plain: return "value";
+    case output::AggKind::Count: return "count";
+    case output::AggKind::Sum: return "sum";
+    case output::AggKind::Min: return "min";
+    case output::AggKind::Max: return "max";
+    case output::AggKind::Avg: return "avg";
+    case output::AggKind::Stats: return "stats";
+    case output::AggKind::Hist: return "hist";
+    case output::AggKind::LHist: return "lhist";
+  }
+  std::unreachable();
+}
+
+output::AggKind agg_of(Function f) {
+  switch (f) {
+    case Function::Count: return output::AggKind::Count;
+    case Function::Sum: return output::AggKind::Sum;
+    case Function::Avg: return output::AggKind::Avg;
+    case Function::Min: return output::AggKind::Min;
+    case Function::Max: return output::AggKind::Max;
+    case Function::Stats: return output::AggKind::Stats;
+    case Function::Hist: return output::AggKind::Hist;
+    case Function::LHist: return output::AggKind::LHist;
+    default: return output::AggKind::Plain;
+  }
+}
+
+std::optional<int64_t> parse_int_param(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  bool neg = s[0] == '-';
+  std::string_view digits = neg ? s.substr(1) : s;
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits = digits.substr(2);
+  }
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty()) return std::nullopt;
+  return neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+}
+
+// The type of a tracepoint field as bpfscope sees it.
+Type field_type(const bpf::TracepointField& f, std::string_view category, uint32_t max_strlen) {
+  if (f.data_loc) return Type::string(max_strlen);
+  bool is_char = f.type.rfind("char", 0) == 0 || f.type.find(" char") != std::string::npos;
+  if (f.array_len > 0 && is_char) return Type::string(f.array_len);
+  // Syscall formats store every argument in 8 bytes and say signed:0; the C
+  // type name gives the real width and signedness (an `int dfd` of -100).
+  struct CType {
+    std::string_view name;
+    uint32_t size;
+    bool is_signed;
+  };
+  constexpr CType kCTypes[] = {
+      {"int", 4, true},          {"unsigned int", 4, false}, {"long", 8, true},          {"unsigned long", 8, false},
+      {"short", 2, true},        {"unsigned short", 2, false}, {"s8", 1, true},          {"u8", 1, false},
+      {"s16", 2, true},          {"u16", 2, false},           {"s32", 4, true},          {"u32", 4, false},
+      {"s64", 8, true},          {"u64", 8, false},           {"pid_t", 4, true},        {"uid_t", 4, false},
+      {"gid_t", 4, false},       {"size_t", 8, false},        {"ssize_t", 8, true},      {"off_t", 8, true},
+      {"loff_t", 8, true},       {"clockid_t", 4, true},      {"key_serial_t", 4, true}, {"umode_t", 2, false},
+      {"__s32", 4, true},        {"__u32", 4, false},         {"__s64", 8, true},        {"__u64", 8, false},
+      {"bool", 1, false},        {"timer_t", 4, true},        {"qid_t", 4, false},       {"rwf_t", 4, true},
+  };
+  std::string_view type = f.type;
+  if (type.rfind("const ", 0) == 0) type.remove_prefix(6);
+  uint32_t size = f.size == 1 || f.size == 2 || f.size == 4 ? f.size : 8;
+  bool is_signed = f.is_signed;
+  for (const auto& c : kCTypes) {
+    if (c.name == type && c.size <= f.size) {
+      size = c.size;
+      is_signed = c.is_signed;
+    }
+  }
+  Type t = Type::integer(size, is_signed);
+  if (f.type.find('*') != std::string::npos) {
+    t = Type::integer(8, false);
+    t.is_pointer = true;
+    t.addr_space = category == "syscalls" ? AddrSpace::User : AddrSpace::Kernel;
+  }
+  return t;
+}
+
+class Checker {
+ public:
+  Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final)
+      : ast_(ast), out_(out), diags_(diags), final_(final) {}
+
+  // Checks one probe body against the kinds and targets of its attach points.
+  void check_probe(uint32_t probe_index, const std::vector<ResolvedAttachPoint>& points) {
+    points_ = &points;
+    target_specific_ = false;
+    scopes_.clear();
+    scopes_.emplace_back();
+    const auto& probe = ast_.probes[probe_index];
+    if (probe.predicate != kNone) {
+      Type t = expr(probe.predicate);
+      if (!t.is_int()) error(ast_.expr(probe.predicate).loc, "Invalid type for predicate: " + t.name());
+    }
+    block(probe.body);
+  }
+
+  bool target_specific() const { return target_specific_; }
+
+ private:
+  void error(lang::Loc loc, std::string msg) {
+    if (final_) diags_.error(loc, std::move(msg));
+  }
+
+  Type& set(ExprId id, Type t) { return out_.expr_types[id] = std::move(t); }
+
+  void block(const std::vector<StmtId>& body) {
+    scopes_.emplace_back();
+    for (StmtId s : body) stmt(s);
+    scopes_.pop_back();
+  }
+
+  int32_t find_var(const std::string& name) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return f->second;
+    }
+    return -1;
+  }
+
+  int32_t declare_var(const std::string& name, const Type& t) {
+    int32_t idx = static_cast<int32_t>(out_.var_types.size());
+    out_.var_types.push_back(t);
+    scopes_.back()[name] = idx;
+    return idx;
+  }
+
+  bool in_loop() const { return loop_depth_ > 0; }
+
+  void stmt(StmtId id) {
+    const Stmt& s = ast_.stmt(id);
+    switch (s.kind) {
+      case StmtKind::Expr: {
+        const Expr& e = ast_.expr(s.expr);
+        if (e.kind == ExprKind::Call) {
+          if (const auto* row = find_function(e.name); row && is_aggregation(row->id)) {
+            error(e.loc, fmt::format("{}() should be assigned to a map", e.name));
+            return;
+          }
+        }
+        expr(s.expr);
+        return;
+      }
+      case StmtKind::Assign: assign(s); return;
+      case StmtKind::Let: let(s); return;
+      case StmtKind::If: {
+        Type c = expr(s.expr);
+        if (!c.is_int()) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
+        block(s.body);
+        block(s.else_body);
+        return;
+      }
+      case StmtKind::Block: block(s.body); return;
+      case StmtKind::Return: return;
+      case StmtKind::While:
+      case StmtKind::Unroll:
+      case StmtKind::For:
+        error(s.loc, "loops are not supported yet");
+        return;
+      case StmtKind::Break:
+      case StmtKind::Continue:
+        if (!in_loop()) error(s.loc, "break and continue are only valid in a loop");
+        return;
+    }
+  }
+
+  void let(const Stmt& s) {
+    const Expr& target = ast_.expr(s.target);
+    for (auto& scope : scopes_) {
+      if (scope.count(target.name)) {
+        error(target.loc, fmt::format("Variable shadowing is not allowed: {}", target.name));
+        return;
+      }
+    }
+    Type t = Type::integer(8, true);
+    if (s.value != kNone) t = expr(s.value);
+    out_.var_of[s.target] = declare_var(target.name, t);
+    set(s.target, t);
+  }
+
+  void assign(const Stmt& s) {
+    const Expr& target = ast_.expr(s.target);
+    const Expr& value = ast_.expr(s.value);
+    if (target.kind == ExprKind::Map && value.kind == ExprKind::Call && s.op == Op::None) {
+      if (const auto* row = find_function(value.name); row && is_aggregation(row->id)) {
+        aggregate(s.target, s.value, row->id);
+        return;
+      }
+    }
+    Type vt = expr(s.value);
+    if (vt.kind == TypeKind::None) {
+      error(value.loc, "expression has no value to assign");
+      return;
+    }
+    if (s.op != Op::None && !vt.is_int()) {
+      error(value.loc, fmt::format("compound assignment needs an integer, not {}", vt.name()));
+      return;
+    }
+    if (target.kind == ExprKind::Variable) {
+      int32_t var = find_var(target.name);
+      if (var < 0) {
+        if (s.op != Op::None) {
+          error(target.loc, fmt::format("Undefined or undeclared variable: {}", target.name));
+          return;
+        }
+        var = declare_var(target.name, vt.kind == TypeKind::Bool ? Type::boolean() : vt);
+      } else {
+        Type u;
+        if (!unify(out_.var_types[var], vt, u) ||
+            (out_.var_types[var].is_string() && vt.is_string() && vt.size > out_.var_types[var].size)) {
+          if (!(out_.var_types[var].is_string() && vt.is_string())) {
+            error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
+                                     "already contains a value of type '{}'",
+                                     target.name, vt.name(), out_.var_types[var].name()));
+            return;
+          }
+          out_.var_types[var] = u;
+        }
+      }
+      out_.var_of[s.target] = var;
+      set(s.target, out_.var_types[var]);
+      return;
+    }
+    if (target.kind == ExprKind::Map) {
+      MapInfo* m = map_for(s.target, /*create=*/true);
+      if (!m) return;
+      if (m->agg != output::AggKind::Plain) {
+        error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when map already "
+                                 "contains a value of type '{}'",
+                                 m->name, vt.name(), agg_name(m->agg)));
+        return;
+      }
+      if (m->value.kind == TypeKind::None) {
+        m->value = vt.is_int() ? Type::integer(8, vt.is_signed || vt.kind == TypeKind::Bool) : vt;
+        if (vt.kind == TypeKind::Bool) m->value = Type::boolean();
+      } else {
+        Type u;
+        if (!unify(m->value, vt, u)) {
+          error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when map already "
+                                   "contains a value of type '{}'",
+                                   m->name, vt.name(), m->value.name()));
+          return;
+        }
+        if (!(m->value.kind == TypeKind::Bool && vt.kind == TypeKind::Bool)) m->value = u;
+      }
+      set(s.target, m->value);
+      return;
+    }
+    error(target.loc, "can only assign to variables and maps");
+  }
+
+  void aggregate(ExprId target_id, ExprId call_id, Function f) {
+    const Expr& call = ast_.expr(call_id);
+    out_.function_of[call_id] = f;
+    const auto& row = function_row(f);
+    if (call.args.size() < row.min_args || call.args.size() > row.max_args) {
+      error(call.loc, fmt::format("{}() takes {} argument{} ({} provided)", call.name,
+                                  row.min_args == row.max_args ? fmt::format("{}", row.min_args)
+                                                               : fmt::format("{} to {}", row.min_args, row.max_args),
+                                  row.max_args == 1 ? "" : "s", call.args.size()));
+      return;
+    }
+    Type arg = Type::integer(8, false);
+    if (!call.args.empty()) {
+      arg = expr(call.args[0]);
+      if (!arg.is_int()) {
+        error(ast_.expr(call.args[0]).loc, fmt::format("{}() expects an integer ({} provided)", call.name, arg.name()));
+        return;
+      }
+    }
+    output::HistParams hist;
+    if (f == Function::Hist && call.args.size() == 2) {
+      auto k = constant(call.args[1]);
+      if (!k || *k < 0 || *k > 5) {
+        error(ast_.expr(call.args[1]).loc, "hist: bits must be a constant between 0 and 5");
+        return;
+      }
+      hist.bits = static_cast<int>(*k);
+    }
+    if (f == Function::LHist) {
+      auto mn = constant(call.args[1]), mx = constant(call.args[2]), st = constant(call.args[3]);
+      if (!mn || !mx || !st || *mn < 0 || *mx < 0) {
+        error(call.loc, "lhist: min, max and step must be non-negative integer literals");
+        return;
+      }
+      if (*mn >= *mx) {
+        error(call.loc, "lhist: min must be less than max");
+        return;
+      }
+      if (*st < 1 || *st > *mx - *mn) {
+        error(call.loc, "lhist: step must be between 1 and max - min");
+        return;
+      }
+      if ((*mx - *mn) / *st > 1000) {
+        error(call.loc, "lhist: too many buckets (at most 1000)");
+        return;
+      }
+      hist.min = *mn;
+      hist.max = *mx;
+      hist.step = *st;
+    }
+    MapInfo* m = map_for(target_id, /*create=*/true);
+    if (!m) return;
+    output::AggKind kind = agg_of(f);
+    bool fresh = m->value.kind == TypeKind::None && m->agg == output::AggKind::Plain;
+    if (!fresh && m->agg != kind) {
+      error(call.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when map already "
+                                  "contains a value of type '{}'",
+                                  m->name, agg_name(kind), m->value.kind == TypeKind::None ? "none" : agg_name(m->agg)));
+      return;
+    }
+    if (!fresh && (kind == output::AggKind::Hist || kind == output::AggKind::LHist) &&
+        (m->hist.bits != hist.bits || m->hist.min != hist.min || m->hist.max != hist.max || m->hist.step != hist.step)) {
+      error(call.loc, fmt::format("{}: the same map must use the same {}() parameters everywhere", m->name, call.name));
+      return;
+    }
+    m->agg = kind;
+    m->hist = hist;
+    Type u;
+    if (fresh) {
+      m->value = Type::integer(8, arg.is_signed);
+    } else if (unify(m->value, arg, u)) {
+      m->value = Type::integer(8, m->value.is_signed || arg.is_signed);
+    }
+    set(target_id, Type::none());
+  }
+
+  // A compile-time integer constant: literals, negated literals, numeric positionals.
+  std::optional<int64_t> constant(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    expr(id);
+    if (e.kind == ExprKind::Integer) return static_cast<int64_t>(e.ival);
+    if (e.kind == ExprKind::Unary && e.op == Op::Neg) {
+      auto v = constant(e.args[0]);
+      if (v) return -*v;
+    }
+    if (e.kind == ExprKind::Positional) {
+      if (e.ival == 0 || e.ival > out_.positional.size()) return 0;
+      return parse_int_param(out_.positional[e.ival - 1]);
+    }
+    return std::nullopt;
+  }
+
+  // Finds (or, when assigning, creates) the map named by a Map expression and
+  // checks its key.
+  MapInfo* map_for(ExprId id, bool create) {
+    const Expr& e = ast_.expr(id);
+    Type key;
+    if (e.args.size() == 1) {
+      key = expr(e.args[0]);
+    } else if (e.args.size() > 1) {
+      std::vector<Type> elems;
+      for (ExprId k : e.args) elems.push_back(expr(k));
+      key = Type::tuple(std::move(elems));
+    }
+    if (key.kind == TypeKind::Tuple) {
+      for (auto& el : key.elems)
+        if (el.is_int()) el = Type::integer(8, el.is_signed);
+      key = Type::tuple(key.elems);
+    } else if (key.is_int()) {
+      key = Type::integer(8, key.is_signed);
+    }
+    if (!e.args.empty() && key.kind == TypeKind::None) {
+      error(e.loc, "invalid map key");
+      return nullptr;
+    }
+    auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == e.name; });
+    if (it == out_.maps.end()) {
+      if (!create) return nullptr;
+      MapInfo m;
+      m.name = e.name;
+      m.keyed = !e.args.empty();
+      m.key = key;
+      m.first_use = e.loc;
+      out_.maps.push_back(std::move(m));
+      it = out_.maps.end() - 1;
+    } else {
+      if (it->keyed != !e.args.empty()) {
+        error(e.loc, it->keyed ? fmt::format("{} used as a map without an explicit key (scalar map), previously used "
+                                             "with an explicit key (non-scalar map)",
+                                             e.name)
+                               : fmt::format("{} used as a map with an explicit key (non-scalar map), previously used "
+                                             "without an explicit key (scalar map)",
+                                             e.name));
+        return nullptr;
+      }
+      Type u;
+      if (it->keyed && !unify(it->key, key, u)) {
+        error(e.loc, fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
+                                 "arguments: '{}'",
+                                 e.name, key.name(), it->key.name()));
+        return nullptr;
+      }
+      if (it->keyed) it->key = u;
+    }
+    out_.map_of[id] = static_cast<int32_t>(it - out_.maps.begin());
+    return &*it;
+  }
+
+  // A map used as a whole (print/clear/zero argument).
+  MapInfo* whole_map(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == e.name; });
+    if (it == out_.maps.end()) {
+      if (final_) error(e.loc, fmt::format("Undefined map: {}", e.name));
+      return nullptr;
+    }
+    out_.map_of[id] = static_cast<int32_t>(it - out_.maps.begin());
+    set(id, Type::none());
+    return &*it;
+  }
+
+  int32_t add_action(ActionKind kind, lang::Loc loc, std::vector<Type> args = {}) {
+    Action a;
+    a.kind = kind;
+    a.loc = loc;
+    uint32_t off = 8;
+    for (const auto& t : args) {
+      a.offsets.push_back(off);
+      off += std::max<uint32_t>(t.mem_size(), 8);
+    }
+    a.args = std::move(args);
+    a.record_size = off;
+    out_.actions.push_back(std::move(a));
+    return static_cast<int32_t>(out_.actions.size() - 1);
+  }
+
+  const bpf::TracepointField* find_field(const bpf::TracepointFormat& f, std::string_view name) {
+    for (const auto& field : f.fields)
+      if (field.name == name) return &field;
+    return nullptr;
+  }
+
+  Type args_field(const Expr& e) {
+    target_specific_ = true;
+    std::optional<Type> result;
+    for (const auto& point : *points_) {
+      if (point.kind != ProbeKind::Tracepoint) {
+        error(e.loc, "The args builtin can only be used with tracepoint probes");
+        return Type::none();
+      }
+      for (const auto& t : point.targets) {
+        const auto* field = find_field(t.format, e.name);
+        if (!field) {
+          error(e.loc, fmt::format("Can't find field '{}' in tracepoint {}:{}", e.name, t.format.category,
+                                   t.format.event));
+          return Type::none();
+        }
+        Type ft = field_type(*field, t.format.category, out_.config.max_strlen);
+        if (!result) {
+          result = ft;
+        } else {
+          Type u;
+          if (!unify(*result, ft, u)) {
+            error(e.loc, fmt::format("field '{}' has different types in the attach points of this probe", e.name));
+            return Type::none();
+          }
+          if (!(*result == ft)) result = u;
+        }
+      }
+    }
+    return result.value_or(Type::none());
+  }
+
+  Type call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const FunctionRow* row = find_function(e.name);
+    if (!row) {
+      error(e.loc, fmt::format("Unknown function: {}", e.name));
+      return Type::none();
+    }
+    out_.function_of[id] = row->id;
+    if (e.args.size() < row->min_args || e.args.size() > row->max_args) {
+      if (row->min_args == row->max_args && row->min_args == 0)
+        error(e.loc, fmt::format("{}() requires no arguments ({} provided)", e.name, e.args.size()));
+      else
+        error(e.loc, fmt::format("{}() requires {} argument{} ({} provided)", e.name,
+                                 row->min_args == row->max_args
+                                     ? fmt::format("{}", row->min_args)
+                                     : fmt::format("{} to {}", row->min_args, row->max_args),
+                                 row->max_args == 1 ? "" : "s", e.args.size()));
+      return Type::none();
+    }
+    switch (row->id) {
+      case Function::None: return Type::none();
+      case Function::Printf: return printf_call(id);
+      case Function::Exit: {
+        std::vector<Type> args;
+        if (!e.args.empty()) {
+          Type t = expr(e.args[0]);
+          if (!t.is_int()) error(ast_.expr(e.args[0]).loc, "exit() expects an integer exit code");
+          args.push_back(Type::integer(8, true));
+        }
+        out_.action_of[id] = add_action(ActionKind::Exit, e.loc, std::move(args));
+        return Type::none();
+      }
+      case Function::Print: {
+        const Expr& a = ast_.expr(e.args[0]);
+        if (a.kind == ExprKind::Map && a.args.empty()) {
+          MapInfo* m = whole_map(e.args[0]);
+          for (size_t i = 1; i < e.args.size(); ++i)
+            if (!expr(e.args[i]).is_int()) error(ast_.expr(e.args[i]).loc, "print(): top and div must be integers");
+          int32_t act = add_action(ActionKind::Print, e.loc, {Type::integer(8, false), Type::integer(8, false)});
+          if (m) out_.actions[act].map = out_.map_of[e.args[0]];
+          out_.action_of[id] = act;
+          return Type::none();
+        }
+        if (e.args.size() > 1) {
+          error(e.loc, "print() of a value takes one argument");
+          return Type::none();
+        }
+        Type t = expr(e.args[0]);
+        if (t.kind == TypeKind::None) {
+          error(a.loc, "print() needs a value");
+          return Type::none();
+        }
+        out_.action_of[id] = add_action(ActionKind::PrintValue, e.loc, {t});
+        return Type::none();
+      }
+      case Function::Clear:
+      case Function::Zero: {
+        const Expr& a = ast_.expr(e.args[0]);
+        if (a.kind != ExprKind::Map || !a.args.empty()) {
+          error(a.loc, fmt::format("{}() expects a map with no keys", e.name));
+          return Type::none();
+        }
+        MapInfo* m = whole_map(e.args[0]);
+        int32_t act = add_action(row->id == Function::Clear ? ActionKind::Clear : ActionKind::Zero, e.loc);
+        if (m) out_.actions[act].map = out_.map_of[e.args[0]];
+        out_.action_of[id] = act;
+        return Type::none();
+      }
+      case Function::Delete: {
+        const Expr& a = ast_.expr(e.args[0]);
+        if (a.kind != ExprKind::Map) {
+          error(a.loc, "delete() expects a map");
+          return Type::none();
+        }
+        if (e.args.size() == 2) {
+          // delete(@m, key): check the key against the map.
+          if (!a.args.empty()) {
+            error(a.loc, "delete(@m, key) takes the map without a key");
+            return Type::none();
+          }
+          const Expr& k = ast_.expr(e.args[1]);
+          auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
+          if (it == out_.maps.end()) {
+            error(a.loc, fmt::format("Undefined map: {}", a.name));
+            return Type::none();
+          }
+          Type kt = expr(e.args[1]);
+          Type u;
+          if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
+            error(k.loc, fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map "
+                                     "expects arguments: '{}'",
+                                     a.name, kt.name(), it->key.name()));
+            return Type::none();
+          }
+          out_.map_of[e.args[0]] = static_cast<int32_t>(it - out_.maps.begin());
+          set(e.args[0], Type::none());
+        } else {
+          if (!map_for(e.args[0], false)) {
+            error(a.loc, fmt::format("Undefined map: {}", a.name));
+            return Type::none();
+          }
+          set(e.args[0], Type::none());
+        }
+        return Type::boolean();
+      }
+      case Function::Time: {
+        Action a;
+        std::string fmt = "%H:%M:%S\n";
+        if (!e.args.empty()) {
+          const Expr& f = ast_.expr(e.args[0]);
+          if (f.kind != ExprKind::String) {
+            error(f.loc, "time() expects a string literal format");
+            return Type::none();
+          }
+          expr(e.args[0]);
+          fmt = f.sval;
+        }
+        int32_t act = add_action(ActionKind::Time, e.loc);
+        out_.actions[act].format = fmt;
+        out_.action_of[id] = act;
+        return Type::none();
+      }
+      case Function::Str: {
+        Type t = expr(e.args[0]);
+        uint32_t cap = out_.config.max_strlen;
+        if (e.args.size() == 2) {
+          auto n = constant(e.args[1]);
+          if (!n || *n < 1) {
+            error(ast_.expr(e.args[1]).loc, "str(): length must be a positive integer constant");
+            return Type::none();
+          }
+          cap = static_cast<uint32_t>(std::min<int64_t>(*n + 1, out_.config.max_strlen));
+        }
+        if (t.is_string()) return Type::string(std::min(cap, t.size));
+        if (!t.is_int()) {
+          error(ast_.expr(e.args[0]).loc, fmt::format("str() expects a string or a pointer ({} provided)", t.name()));
+          return Type::none();
+        }
+        return Type::string(cap);
+      }
+      case Function::Count:
+      case Function::Sum:
+      case Function::Avg:
+      case Function::Min:
+      case Function::Max:
+      case Function::Stats:
+      case Function::Hist:
+      case Function::LHist:
+        error(e.loc, fmt::format("{}() should be assigned to a map", e.name));
+        return Type::none();
+    }
+    std::unreachable();
+  }
+
+  Type printf_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Expr& f = ast_.expr(e.args[0]);
+    if (f.kind != ExprKind::String) {
+      error(f.loc, "printf: the first argument must be a string literal");
+      return Type::none();
+    }
+    set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
+    auto parsed = output::parse_printf(f.sval);
+    if (auto* msg = std::get_if<std::string>(&parsed)) {
+      error(f.loc, *msg);
+      return Type::none();
+    }
+    auto& format = std::get<output::PrintfFormat>(parsed);
+    size_t supplied = e.args.size() - 1;
+    if (supplied < format.specs.size()) {
+      error(e.loc, fmt::format("printf: Not enough arguments for format string ({} supplied, {} expected)", supplied,
+                               format.specs.size()));
+      return Type::none();
+    }
+    if (supplied > format.specs.size()) {
+      error(e.loc, fmt::format("printf: Too many arguments for format string ({} supplied, {} expected)", supplied,
+                               format.specs.size()));
+      return Type::none();
+    }
+    std::vector<Type> args;
+    for (size_t i = 0; i < supplied; ++i) {
+      Type t = expr(e.args[i + 1]);
+      const auto& spec = format.specs[i];
+      bool ok = t.kind != TypeKind::None;
+      if (spec.wants == output::PrintfSpec::ArgKind::Integer && !t.is_int()) ok = false;
+      if (spec.wants == output::PrintfSpec::ArgKind::String && !t.is_string()) ok = false;
+      if (!ok) {
+        error(ast_.expr(e.args[i + 1]).loc,
+              fmt::format("printf: {} specifier expects a value of type {} ({} supplied)", spec.spec,
+                          spec.wants == output::PrintfSpec::ArgKind::Integer ? "integer" : "string",
+                          t.kind == TypeKind::None ? "none" : t.name()));
+        return Type::none();
+      }
+      args.push_back(t);
+    }
+    int32_t act = add_action(ActionKind::Printf, e.loc, std::move(args));
+    out_.actions[act].format = f.sval;
+    out_.actions[act].printf_format = std::move(format);
+    out_.action_of[id] = act;
+    return Type::none();
+  }
+
+  Type binary(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    Type l = expr(e.args[0]);
+    Type r = expr(e.args[1]);
+    if (l.kind == TypeKind::None || r.kind == TypeKind::None) {
+      error(e.loc, "operand has no value");
+      return Type::none();
+    }
+    switch (e.op) {
+      case Op::Eq:
+      case Op::Ne:
+        if (l.is_string() && r.is_string()) return Type::boolean();
+        [[fallthrough]];
+      case Op::Lt:
+      case Op::Le:
+      case Op::Gt:
+      case Op::Ge:
+        if (!l.is_int() || !r.is_int()) {
+          error(e.loc, fmt::format("Type mismatch for '{}': comparing '{}' with '{}'",
+                                   ast_.source.slice(e.loc).empty() ? "?" : op_text(e.op), l.name(), r.name()));
+          return Type::none();
+        }
+        return Type::boolean();
+      case Op::LAnd:
+      case Op::LOr:
+        if (!l.is_int() || !r.is_int()) {
+          error(e.loc, fmt::format("Invalid operands for '{}': '{}' and '{}'", op_text(e.op), l.name(), r.name()));
+          return Type::none();
+        }
+        return Type::boolean();
+      default:
+        if (!l.is_int() || !r.is_int()) {
+          error(e.loc, fmt::format("The {} operator can not be used on expressions of types {}, {}", op_text(e.op),
+                                   l.name(), r.name()));
+          return Type::none();
+        }
+        {
+          bool l_signed = l.is_signed && l.kind == TypeKind::Int;
+          bool r_signed = r.is_signed && r.kind == TypeKind::Int;
+          bool l_u64 = !l_signed && l.size == 8 && !is_literal(e.args[0]);
+          bool r_u64 = !r_signed && r.size == 8 && !is_literal(e.args[1]);
+          bool is_signed = (l_signed || r_signed) && !l_u64 && !r_u64;
+          if (e.op == Op::Sub && (l.is_int() && r.is_int())) is_signed = true;  // 0.26: subtraction is signed
+          return Type::integer(8, is_signed);
+        }
+    }
+  }
+
+  bool is_literal(ExprId id) const {
+    const Expr& e = ast_.expr(id);
+    return e.kind == ExprKind::Integer;
+  }
+
+  static const char* op_text(Op op) {
+    switch (op) {
+      case Op::Add: return "+";
+      case Op::Sub: return "-";
+      case Op::Mul: return "*";
+      case Op::Div: return "/";
+      case Op::Mod: return "%";
+      case Op::BAnd: return "&";
+      case Op::BOr: return "|";
+      case Op::BXor: return "^";
+      case Op::Shl: return "<<";
+      case Op::Shr: return ">>";
+      case Op::Eq: return "==";
+      case Op::Ne: return "!=";
+      case Op::Lt: return "<";
+      case Op::Le: return "<=";
+      case Op::Gt: return ">";
+      case Op::Ge: return ">=";
+      case Op::LAnd: return "&&";
+      case Op::LOr: return "||";
+      default: return "?";
+    }
+  }
+
+  std::optional<Type> cast_type(std::string_view name) {
+    struct Row {
+      std::string_view name;
+      uint32_t size;
+      bool is_signed;
+    };
+    constexpr std::array kInts = {Row{"int8", 1, true},   Row{"int16", 2, true},  Row{"int32", 4, true},
+                                  Row{"int64", 8, true},  Row{"uint8", 1, false}, Row{"uint16", 2, false},
+                                  Row{"uint32", 4, false}, Row{"uint64", 8, false}};
+    for (const auto& r : kInts)
+      if (r.name == name) return Type::integer(r.size, r.is_signed);
+    if (name == "bool") return Type::boolean();
+    return std::nullopt;
+  }
+
+  Type expr(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    switch (e.kind) {
+      case ExprKind::Integer:
+        return set(id, e.ival > static_cast<uint64_t>(INT64_MAX) ? Type::integer(8, false) : Type::integer(8, true));
+      case ExprKind::String:
+        if (e.sval.size() + 1 > out_.config.max_strlen) {
+          error(e.loc, fmt::format("String is too long (over {} bytes): {}", out_.config.max_strlen, e.sval.size()));
+          return set(id, Type::none());
+        }
+        return set(id, Type::string(static_cast<uint32_t>(e.sval.size() + 1)));
+      case ExprKind::Identifier: {
+        const BuiltinRow* b = find_builtin(e.name);
+        if (!b) {
+          error(e.loc, fmt::format("Unknown identifier: '{}'", e.name));
+          return set(id, Type::none());
+        }
+        out_.builtin_of[id] = b->id;
+        if (b->id == Builtin::Args) {
+          error(e.loc, "args must be used with a field: args.NAME");
+          return set(id, Type::none());
+        }
+        if (b->id == Builtin::Probe) {
+          target_specific_ = true;
+          uint32_t longest = 0;
+          for (const auto& p : *points_)
+            for (const auto& t : p.targets) longest = std::max<uint32_t>(longest, t.name.size() + 1);
+          return set(id, Type::string(longest));
+        }
+        if (b->kind == TypeKind::String) return set(id, Type::string(b->size));
+        return set(id, Type::integer(b->size, b->is_signed));
+      }
+      case ExprKind::Positional: {
+        if (e.ival == 0 || e.ival > out_.positional.size()) return set(id, Type::integer(8, true));
+        const auto& p = out_.positional[e.ival - 1];
+        if (parse_int_param(p)) return set(id, Type::integer(8, true));
+        return set(id, Type::string(static_cast<uint32_t>(p.size() + 1)));
+      }
+      case ExprKind::PositionalCount: return set(id, Type::integer(8, true));
+      case ExprKind::Variable: {
+        int32_t var = find_var(e.name);
+        if (var < 0) {
+          error(e.loc, fmt::format("Undefined or undeclared variable: {}", e.name));
+          return set(id, Type::none());
+        }
+        out_.var_of[id] = var;
+        return set(id, out_.var_types[var]);
+      }
+      case ExprKind::Map: {
+        MapInfo* m = map_for(id, /*create=*/false);
+        if (!m) {
+          error(e.loc, fmt::format("Undefined map: {}", e.name));
+          return set(id, Type::integer(8, true));
+        }
+        if (m->agg != output::AggKind::Plain) {
+          error(e.loc, fmt::format("reading a {}() map in a probe is not supported yet: {}", agg_name(m->agg), e.name));
+          return set(id, Type::none());
+        }
+        if (m->value.kind == TypeKind::None) return set(id, Type::integer(8, true));
+        return set(id, m->value);
+      }
+      case ExprKind::Call: return set(id, call(id));
+      case ExprKind::Unary: {
+        Type t = expr(e.args[0]);
+        switch (e.op) {
+          case Op::Neg:
+          case Op::BNot:
+            if (!t.is_int()) break;
+            return set(id, Type::integer(8, e.op == Op::Neg ? true : t.is_signed));
+          case Op::LNot:
+            if (!t.is_int()) break;
+            return set(id, Type::boolean());
+          case Op::Deref:
+          case Op::AddrOf:
+            error(e.loc, "pointer dereference and address-of are not supported yet");
+            return set(id, Type::none());
+          default: break;
+        }
+        error(e.loc, fmt::format("invalid operand of type {} for unary operator", t.name()));
+        return set(id, Type::none());
+      }
+      case ExprKind::Binary: return set(id, binary(id));
+      case ExprKind::Ternary: {
+        Type c = expr(e.args[0]);
+        if (!c.is_int()) error(ast_.expr(e.args[0]).loc, "Invalid condition in ternary: " + c.name());
+        if (e.args.size() == 2) {
+          // a ?: b
+          Type b = expr(e.args[1]);
+          Type u;
+          if (!unify(c, b, u)) error(e.loc, "Ternary operator must return the same type");
+          return set(id, u);
+        }
+        Type a = expr(e.args[1]);
+        Type b = expr(e.args[2]);
+        Type u;
+        if (a.kind == TypeKind::None && b.kind == TypeKind::None) return set(id, Type::none());
+        if (!unify(a, b, u)) {
+          error(e.loc, fmt::format("Ternary operator must return the same type: have '{}' and '{}'", a.name(), b.name()));
+          return set(id, Type::none());
+        }
+        return set(id, u);
+      }
+      case ExprKind::Field: {
+        const Expr& base = ast_.expr(e.args[0]);
+        if (base.kind == ExprKind::Identifier && base.name == "args") {
+          out_.builtin_of[e.args[0]] = Builtin::Args;
+          set(e.args[0], Type::none());
+          return set(id, args_field(e));
+        }
+        Type bt = expr(e.args[0]);
+        if (bt.is_tuple()) {
+          uint64_t idx = 0;
+          auto [p, ec] = std::from_chars(e.name.data(), e.name.data() + e.name.size(), idx);
+          if (ec == std::errc() && p == e.name.data() + e.name.size() && idx < bt.elems.size())
+            return set(id, bt.elems[idx]);
+          error(e.loc, fmt::format("Invalid tuple index: {}", e.name));
+          return set(id, Type::none());
+        }
+        error(e.loc, fmt::format("Can not access field '{}' on expression of type '{}'", e.name, bt.name()));
+        return set(id, Type::none());
+      }
+      case ExprKind::Index: {
+        Type bt = expr(e.args[0]);
+        expr(e.args[1]);
+        error(e.loc, fmt::format("The array index operator [] can not be used on expressions of type {}", bt.name()));
+        return set(id, Type::none());
+      }
+      case ExprKind::Cast: {
+        Type t = expr(e.args[0]);
+        auto to = cast_type(e.name);
+        if (!to) {
+          error(e.loc, fmt::format("Cannot resolve unknown type \"{}\"", e.name));
+          return set(id, Type::none());
+        }
+        if (!t.is_int()) {
+          error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
+          return set(id, Type::none());
+        }
+        return set(id, *to);
+      }
+      case ExprKind::Tuple: {
+        std::vector<Type> elems;
+        for (ExprId a : e.args) {
+          Type t = expr(a);
+          if (t.kind == TypeKind::None) {
+            error(ast_.expr(a).loc, "tuple element has no value");
+            return set(id, Type::none());
+          }
+          elems.push_back(t.is_int() && t.kind != TypeKind::Bool ? Type::integer(8, t.is_signed) : t);
+        }
+        return set(id, Type::tuple(std::move(elems)));
+      }
+      case ExprKind::IncDec: {
+        const Expr& target = ast_.expr(e.args[0]);
+        if (target.kind == ExprKind::Variable) {
+          int32_t var = find_var(target.name);
+          if (var < 0) {
+            error(target.loc, fmt::format("Undefined or undeclared variable: {}", target.name));
+            return set(id, Type::none());
+          }
+          if (!out_.var_types[var].is_int()) {
+            error(e.loc, "++ and -- need an integer variable");
+            return set(id, Type::none());
+          }
+          out_.var_of[e.args[0]] = var;
+          set(e.args[0], out_.var_types[var]);
+          return set(id, out_.var_types[var]);
+        }
+        if (target.kind == ExprKind::Map) {
+          MapInfo* m = map_for(e.args[0], /*create=*/true);
+          if (!m) return set(id, Type::none());
+          if (m->agg != output::AggKind::Plain || (m->value.kind != TypeKind::None && !m->value.is_int())) {
+            error(e.loc, fmt::format("++ and -- need an integer map: {}", m->name));
+            return set(id, Type::none());
+          }
+          if (m->value.kind == TypeKind::None) m->value = Type::integer(8, true);
+          set(e.args[0], m->value);
+          return set(id, m->value);
+        }
+        error(e.loc, "++ and -- apply to variables and maps");
+        return set(id, Type::none());
+      }
+      case ExprKind::Sizeof:
+      case ExprKind::Offsetof:
+        error(e.loc, "sizeof and offsetof are not supported yet");
+        return set(id, Type::none());
+    }
+    std::unreachable();
+  }
+
+  const lang::Program& ast_;
+  TypedProgram& out_;
+  lang::Diagnostics& diags_;
+  bool final_;
+  const std::vector<ResolvedAttachPoint>* points_ = nullptr;
+  bool target_specific_ = false;
+  int loop_depth_ = 0;
+  std::vector<std::map<std::string, int32_t>> scopes_;
+};
+
+std::string unit_name(const std::string& target) {
+  std::string n;
+  for (char c : target) n += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return n.substr(0, 15);
+}
+
+void compute_layouts(TypedProgram& p) {
+  for (auto& m : p.maps) {
+    m.key_size = m.keyed ? std::max<uint32_t>(m.key.mem_size(), 8) : 8;
+    m.max_entries = m.keyed ? p.config.max_map_keys : 1;
+    switch (m.agg) {
+      case output::AggKind::Plain:
+        m.value_size = std::max<uint32_t>(m.value.mem_size(), 8);
+        m.percpu = false;
+        break;
+      case output::AggKind::Count:
+      case output::AggKind::Sum:
+        m.value_size = 8;
+        m.percpu = true;
+        break;
+      case output::AggKind::Min:
+      case output::AggKind::Max:
+      case output::AggKind::Avg:
+      case output::AggKind::Stats:
+        // Min/Max: {value, set}; Avg/Stats: {count, total}.
+        m.value_size = 16;
+        m.percpu = true;
+        break;
+      case output::AggKind::Hist:
+        m.value_size = 8 * output::hist_bucket_count(m.hist.bits);
+        m.percpu = true;
+        break;
+      case output::AggKind::LHist:
+        m.value_size = 8 * output::lhist_bucket_count(m.hist.min, m.hist.max, m.hist.step);
+        m.percpu = true;
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags) {
+  TypedProgram out;
+  out.ast = &program;
+  out.config = options.config;
+  out.positional = options.positional;
+
+  // Resolve every attach point first: wildcards, formats, periods.
+  std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
+  for (size_t i = 0; i < program.probes.size(); ++i) {
+    for (const auto& ap : program.probes[i].points) {
+      auto r = resolve_attach_point(ap.text, ap.loc, diags);
+      if (r) resolved[i].push_back(std::move(*r));
+    }
+  }
+  if (diags.has_errors()) return std::nullopt;
+  if (program.probes.empty()) {
+    diags.error_unlocated("No probes to attach");
+    return std::nullopt;
+  }
+
+  // Two passes: the first fixes map types from every assignment (a map may be
+  // read in a probe that comes before the one assigning it), the second
+  // reports errors.
+  std::vector<bool> target_specific(program.probes.size());
+  for (bool final : {false, true}) {
+    size_t n = program.exprs.size();
+    out.expr_types.assign(n, Type::none());
+    out.var_of.assign(n, -1);
+    out.map_of.assign(n, -1);
+    out.action_of.assign(n, -1);
+    out.builtin_of.assign(n, Builtin::None);
+    out.function_of.assign(n, Function::None);
+    out.var_types.clear();
+    out.actions.clear();
+    lang::Diagnostics scratch;
+    Checker checker(program, out, final ? diags : scratch, final);
+    for (uint32_t i = 0; i < program.probes.size(); ++i) {
+      checker.check_probe(i, resolved[i]);
+      target_specific[i] = checker.target_specific();
+    }
+  }
+  if (diags.has_errors()) return std::nullopt;
+  for (const auto& m : out.maps) {
+    if (m.agg == output::AggKind::Plain && m.value.kind == TypeKind::None) {
+      diags.error(m.first_use, fmt::format("Undefined map: {}", m.name));
+      return std::nullopt;
+    }
+  }
+  compute_layouts(out);
+
+  // Program units: one per target when the body depends on it, else one per kind.
+  for (uint32_t i = 0; i < program.probes.size(); ++i) {
+    for (auto& point : resolved[i]) {
+      if (point.kind != ProbeKind::Begin && point.kind != ProbeKind::End) out.only_begin_end = false;
+      if (point.kind == ProbeKind::End) out.has_end = true;
+      auto existing = std::find_if(out.units.begin(), out.units.end(), [&](const ProgramUnit& u) {
+        return u.probe_index == i && u.kind == point.kind && !target_specific[i];
+      });
+      for (auto& t : point.targets) {
+        if (existing != out.units.end() && !target_specific[i] && point.kind != ProbeKind::Interval &&
+            point.kind != ProbeKind::Profile && point.kind != ProbeKind::Begin && point.kind != ProbeKind::End) {
+          existing->targets.push_back(std::move(t));
+          continue;
+        }
+        ProgramUnit u;
+        u.probe_index = i;
+        u.kind = point.kind;
+        u.name = unit_name(t.name);
+        u.targets.push_back(std::move(t));
+        out.units.push_back(std::move(u));
+        existing = out.units.end() - 1;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,64 @@
+#include <fmt/format.h>
+
+#include "sema/sema.h"
+
+namespace bpfscope::sema {
+
+static const char* kind_name(ProbeKind k) {
+  switch (k) {
+    case ProbeKind::Begin: return "begin";
+    case ProbeKind::End: return "end";
+    case ProbeKind::Tracepoint: return "tracepoint";
+    case ProbeKind::Interval: return "interval";
+    case ProbeKind::Profile: return "profile";
+    case ProbeKind::Kprobe: return "kprobe";
+    case ProbeKind::Kretprobe: return "kretprobe";
+    case ProbeKind::Fentry: return "fentry";
+    case ProbeKind::Fexit: return "fexit";
+    case ProbeKind::Hardware: return "hardware";
+  }
+  std::unreachable();
+}
+
+static const char* action_name(ActionKind k) {
+  switch (k) {
+    case ActionKind::Printf: return "printf";
+    case ActionKind::Exit: return "exit";
+    case ActionKind::Print: return "print";
+    case ActionKind::PrintValue: return "print_value";
+    case ActionKind::Clear: return "clear";
+    case ActionKind::Zero: return "zero";
+    case ActionKind::Time: return "time";
+  }
+  std::unreachable();
+}
+
+std::string dump(const TypedProgram& p) {
+  std::string out;
+  for (size_t i = 0; i < p.maps.size(); ++i) {
+    const auto& m = p.maps[i];
+    out += fmt::format("map {} {}: key {} ({} bytes), value {} ({} bytes{}), kind {}\n", i, m.name,
+                       m.keyed ? m.key.name() : "none", m.key_size, m.value.name(), m.value_size,
+                       m.percpu ? ", per-CPU" : "", static_cast<int>(m.agg));
+  }
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    const auto& a = p.actions[i];
+    out += fmt::format("action {} {}: record {} bytes", i, action_name(a.kind), a.record_size);
+    for (size_t j = 0; j < a.args.size(); ++j) out += fmt::format(", {}@{}", a.args[j].name(), a.offsets[j]);
+    if (!a.format.empty()) {
+      std::string f;
+      for (char c : a.format) f += c == '\n' ? std::string("\\n") : std::string(1, c);
+      out += fmt::format(", format \"{}\"", f);
+    }
+    out += "\n";
+  }
+  for (size_t i = 0; i < p.var_types.size(); ++i) out += fmt::format("var {}: {}\n", i, p.var_types[i].name());
+  for (const auto& u : p.units) {
+    out += fmt::format("program {} ({}, probe {}):", u.name, kind_name(u.kind), u.probe_index);
+    for (const auto& t : u.targets) out += " " + t.name;
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,191 @@
+#include "sema/probes.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+
+namespace bpfscope::sema {
+namespace {
+
+struct ProviderRow {
+  std::string_view name;
+  ProbeKind kind;
+  std::string_view canonical;  // the name `probe` prints
+};
+
+// Provider names and aliases (REFERENCE.md section 2). Matched case-insensitively.
+constexpr std::array kProviders = {
+    ProviderRow{.name = "begin", .kind = ProbeKind::Begin, .canonical = "BEGIN"},
+    ProviderRow{.name = "end", .kind = ProbeKind::End, .canonical = "END"},
+    ProviderRow{.name = "tracepoint", .kind = ProbeKind::Tracepoint, .canonical = "tracepoint"},
+    ProviderRow{.name = "t", .kind = ProbeKind::Tracepoint, .canonical = "tracepoint"},
+    ProviderRow{.name = "interval", .kind = ProbeKind::Interval, .canonical = "interval"},
+    ProviderRow{.name = "i", .kind = ProbeKind::Interval, .canonical = "interval"},
+    ProviderRow{.name = "profile", .kind = ProbeKind::Profile, .canonical = "profile"},
+    ProviderRow{.name = "p", .kind = ProbeKind::Profile, .canonical = "profile"},
+    ProviderRow{.name = "kprobe", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
+    ProviderRow{.name = "k", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
+    ProviderRow{.name = "kretprobe", .kind = ProbeKind::Kretprobe, .canonical = "kretprobe"},
+    ProviderRow{.name = "kr", .kind = ProbeKind::Kretprobe, .canonical = "kretprobe"},
+    ProviderRow{.name = "fentry", .kind = ProbeKind::Fentry, .canonical = "fentry"},
+    ProviderRow{.name = "f", .kind = ProbeKind::Fentry, .canonical = "fentry"},
+    ProviderRow{.name = "kfunc", .kind = ProbeKind::Fentry, .canonical = "fentry"},
+    ProviderRow{.name = "fexit", .kind = ProbeKind::Fexit, .canonical = "fexit"},
+    ProviderRow{.name = "fr", .kind = ProbeKind::Fexit, .canonical = "fexit"},
+    ProviderRow{.name = "kretfunc", .kind = ProbeKind::Fexit, .canonical = "fexit"},
+    ProviderRow{.name = "hardware", .kind = ProbeKind::Hardware, .canonical = "hardware"},
+    ProviderRow{.name = "h", .kind = ProbeKind::Hardware, .canonical = "hardware"},
+};
+
+const ProviderRow* find_provider(std::string_view name) {
+  for (const auto& row : kProviders) {
+    if (row.name.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < name.size() && same; ++i)
+      same = std::tolower(static_cast<unsigned char>(name[i])) == row.name[i];
+    if (same) return &row;
+  }
+  return nullptr;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  uint64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// "s:1", "ms:100", "us:5", "hz:99", "1s", "100ms", "5000000" (ns).
+// Returns {period ns or frequency, is_freq}.
+std::optional<std::pair<uint64_t, bool>> parse_period(std::string_view unit, std::string_view count) {
+  struct Unit {
+    std::string_view name;
+    uint64_t ns;
+  };
+  constexpr std::array kUnits = {Unit{"s", 1000000000ull}, Unit{"ms", 1000000ull}, Unit{"us", 1000ull},
+                                 Unit{"ns", 1ull}, Unit{"m", 60000000000ull}, Unit{"h", 3600000000000ull}};
+  if (unit == "hz") {
+    auto n = parse_u64(count);
+    if (!n || *n == 0) return std::nullopt;
+    return std::pair{*n, true};
+  }
+  for (const auto& u : kUnits) {
+    if (u.name == unit) {
+      auto n = parse_u64(count);
+      if (!n || *n == 0) return std::nullopt;
+      return std::pair{*n * u.ns, false};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::pair<uint64_t, bool>> parse_duration(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == s.size()) return parse_period("ns", s);
+  return parse_period(s.substr(i), s.substr(0, i));
+}
+
+}  // namespace
+
+std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
+  if (const auto* row = find_provider(provider)) return row->kind;
+  return std::nullopt;
+}
+
+std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
+                                                        lang::Diagnostics& diags) {
+  auto parts = split(text, ':');
+  const ProviderRow* row = find_provider(parts[0]);
+  if (!row) {
+    diags.error(loc, fmt::format("Invalid probe type: {}", parts[0]));
+    return std::nullopt;
+  }
+  ResolvedAttachPoint out{row->kind, {}};
+  auto rest = parts.size() > 1 ? text.substr(parts[0].size() + 1) : std::string_view{};
+  switch (row->kind) {
+    case ProbeKind::Begin:
+    case ProbeKind::End:
+      if (parts.size() != 1) {
+        diags.error(loc, fmt::format("{} probes take no arguments", row->canonical));
+        return std::nullopt;
+      }
+      out.targets.push_back({.name = std::string(parts[0]), .format = {}, .loc = loc});
+      return out;
+    case ProbeKind::Tracepoint: {
+      if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
+        diags.error(loc, "tracepoint probe must have 2 arguments: tracepoint:category:event");
+        return std::nullopt;
+      }
+      auto names = bpf::list_tracepoints(parts[1], parts[2]);
+      if (!names) {
+        diags.error(loc, fmt::format("cannot list tracepoints: {}", names.error().message));
+        return std::nullopt;
+      }
+      if (names->empty()) {
+        diags.error(loc, fmt::format("tracepoint not found: {}:{}", parts[1], parts[2]));
+        return std::nullopt;
+      }
+      for (const auto& name : *names) {
+        auto colon = name.find(':');
+        auto format = bpf::read_tracepoint_format(name.substr(0, colon), name.substr(colon + 1));
+        if (!format) {
+          diags.error(loc, fmt::format("tracepoint {}: {}", name, format.error().message));
+          return std::nullopt;
+        }
+        out.targets.push_back({.name = "tracepoint:" + name, .format = std::move(*format), .loc = loc});
+      }
+      return out;
+    }
+    case ProbeKind::Interval:
+    case ProbeKind::Profile: {
+      std::optional<std::pair<uint64_t, bool>> period;
+      if (parts.size() == 3)
+        period = parse_period(parts[1], parts[2]);
+      else if (parts.size() == 2)
+        period = parse_duration(parts[1]);
+      if (!period) {
+        diags.error(loc, fmt::format("{} probe must have a unit and a count, e.g. {}:s:1 or {}:hz:99",
+                                     row->canonical, row->canonical, row->canonical));
+        return std::nullopt;
+      }
+      out.targets.push_back({.name = fmt::format("{}:{}", row->canonical, rest),
+                             .format = {},
+                             .period = period->first,
+                             .freq = period->second,
+                             .loc = loc});
+      return out;
+    }
+    case ProbeKind::Kprobe:
+    case ProbeKind::Kretprobe:
+    case ProbeKind::Fentry:
+    case ProbeKind::Fexit:
+    case ProbeKind::Hardware:
+      if (parts.size() < 2 || rest.empty()) {
+        diags.error(loc, fmt::format("{} probe needs a target, e.g. {}:NAME", row->canonical, row->canonical));
+        return std::nullopt;
+      }
+      // These compile; the runtime reports at attach time why this kernel
+      // cannot run them (KERNEL.md 2.2).
+      out.targets.push_back({.name = fmt::format("{}:{}", row->canonical, rest), .format = {}, .loc = loc});
+      return out;
+  }
+  std::unreachable();
+}
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,24 @@
+// Attach point resolution: provider names, wildcard expansion, periods.
+// Internal to sema.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "lang/diagnostics.h"
+#include "sema/sema.h"
+
+namespace bpfscope::sema {
+
+struct ResolvedAttachPoint {
+  ProbeKind kind;
+  std::vector<AttachTarget> targets;
+};
+
+// Resolves one attach point as written. Reports errors (unknown provider,
+// unknown tracepoint, bad interval) at loc and returns nullopt.
+std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
+                                                        lang::Diagnostics& diags);
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,123 @@
+// Semantic analysis: probe expansion, scoping, types, map layouts and the
+// tables of asynchronous actions the runtime executes. Input: the AST; output:
+// a TypedProgram that the IR lowering and the runtime read.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/bpf.h"
+#include "lang/ast.h"
+#include "lang/diagnostics.h"
+#include "output/output.h"
+#include "sema/types.h"
+
+namespace bpfscope::sema {
+
+// ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
+enum class ProbeKind { Begin, End, Tracepoint, Interval, Profile, Kprobe, Kretprobe, Fentry, Fexit, Hardware };
+
+// One expanded attach point.
+struct AttachTarget {
+  std::string name;              // full name as `probe` prints it: "tracepoint:syscalls:sys_enter_read"
+  bpf::TracepointFormat format;  // Tracepoint
+  uint64_t period = 0;           // Interval/Profile: period in ns, or frequency when freq
+  bool freq = false;
+  lang::Loc loc;                 // the attach point in the source
+};
+
+// One BPF program: an AST probe compiled for one or several attach targets.
+// A probe whose body depends on the attach point (args, probe) gets one
+// program per target; otherwise one program serves all targets.
+struct ProgramUnit {
+  uint32_t probe_index = 0;  // into ast.probes
+  ProbeKind kind = ProbeKind::Begin;
+  std::vector<AttachTarget> targets;
+  std::string name;          // program name for the kernel (truncated to 15)
+};
+
+struct MapInfo {
+  std::string name;  // "@x"
+  output::AggKind agg = output::AggKind::Plain;
+  bool keyed = false;
+  Type key;    // Tuple for multi-keys; None for scalar maps
+  Type value;  // Plain maps: the stored type; aggregations: the argument type
+  output::HistParams hist;
+  uint32_t key_size = 0;    // bytes of the kernel key (8 for scalar maps: key 0)
+  uint32_t value_size = 0;  // bytes of one (per-CPU) kernel value
+  bool percpu = false;
+  uint32_t max_entries = 4096;
+  lang::Loc first_use;
+};
+
+// ORDER Builtin: the builtin table in builtins.cpp has one row per kind.
+enum class Builtin { None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args };
+
+// ORDER Function: the function table in builtins.cpp has one row per kind.
+enum class Function {
+  None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
+  Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
+};
+
+bool is_aggregation(Function f);
+
+// ORDER ActionKind: the runtime's action table has one row per kind.
+enum class ActionKind { Printf, Exit, Print, PrintValue, Clear, Zero, Time };
+
+// An asynchronous action: the BPF program writes a record
+// [u64 action id][arguments] to the ring buffer and user space performs it.
+struct Action {
+  ActionKind kind = ActionKind::Printf;
+  std::string format;               // Printf: the format; Time: the strftime format
+  output::PrintfFormat printf_format;
+  std::vector<Type> args;           // argument types, in record order
+  std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
+  uint32_t record_size = 8;         // id included
+  int32_t map = -1;                 // Print, Clear, Zero: index into maps
+  lang::Loc loc;
+};
+
+struct Config {
+  uint32_t max_strlen = 1024;
+  uint32_t max_map_keys = 4096;
+  bool print_maps_on_exit = true;
+};
+
+struct TypedProgram {
+  const lang::Program* ast = nullptr;
+  std::vector<Type> expr_types;   // by ExprId
+  std::vector<int32_t> var_of;    // by ExprId: scratch-variable index for Variable exprs, else -1
+  std::vector<Type> var_types;    // by variable index
+  std::vector<int32_t> map_of;    // by ExprId: index into maps for Map exprs, else -1
+  std::vector<int32_t> action_of; // by ExprId: index into actions for calls that send records
+  std::vector<Builtin> builtin_of;   // by ExprId: Identifier exprs naming a builtin
+  std::vector<Function> function_of; // by ExprId: Call exprs
+  std::vector<MapInfo> maps;
+  std::vector<Action> actions;
+  std::vector<ProgramUnit> units;
+  Config config;
+  std::vector<std::string> positional;  // $1..$N as given
+  bool has_end = false;
+  bool only_begin_end = true;  // auto-exit after BEGIN (0.24)
+
+  const Type& type_of(lang::ExprId e) const { return expr_types[e]; }
+};
+
+struct Options {
+  std::vector<std::string> positional;
+  Config config;
+  bool dry_run = false;  // attach points are still resolved
+};
+
+// Returns nullopt when errors were reported to diags.
+std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags);
+
+// Text of the typed program for -d sema.
+std::string dump(const TypedProgram& program);
+
+// The provider table, for -l and for error messages.
+std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,87 @@
+#include "sema/types.h"
+
+#include <fmt/format.h>
+
+namespace bpfscope::sema {
+
+Type Type::tuple(std::vector<Type> elems) {
+  Type t;
+  t.kind = TypeKind::Tuple;
+  uint32_t off = 0;
+  for (const auto& e : elems) {
+    t.offsets.push_back(off);
+    off += e.mem_size();
+  }
+  t.size = off;
+  t.elems = std::move(elems);
+  return t;
+}
+
+uint32_t Type::mem_size() const {
+  switch (kind) {
+    case TypeKind::None: return 0;
+    case TypeKind::Int:
+    case TypeKind::Bool: return 8;
+    case TypeKind::String: return align8(size);
+    case TypeKind::Tuple: return size;
+  }
+  std::unreachable();
+}
+
+std::string Type::name() const {
+  switch (kind) {
+    case TypeKind::None: return "none";
+    case TypeKind::Bool: return "bool";
+    case TypeKind::Int: return fmt::format("{}int{}{}", is_signed ? "" : "u", size * 8, is_pointer ? " *" : "");
+    case TypeKind::String: return fmt::format("string[{}]", size);
+    case TypeKind::Tuple: {
+      std::string s = "(";
+      for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].name();
+      return s + ")";
+    }
+  }
+  std::unreachable();
+}
+
+bool operator==(const Type& a, const Type& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case TypeKind::None:
+    case TypeKind::Bool: return true;
+    case TypeKind::Int: return a.size == b.size && a.is_signed == b.is_signed;
+    case TypeKind::String: return a.size == b.size;
+    case TypeKind::Tuple: return a.elems == b.elems;
+  }
+  std::unreachable();
+}
+
+bool unify(const Type& a, const Type& b, Type& out) {
+  if (a.is_int() && b.is_int()) {
+    if (a.kind == TypeKind::Bool && b.kind == TypeKind::Bool) {
+      out = a;
+      return true;
+    }
+    out = Type::integer(8, a.is_signed || b.is_signed);
+    return true;
+  }
+  if (a.kind != b.kind) return false;
+  if (a.is_string()) {
+    out = Type::string(std::max(a.size, b.size));
+    return true;
+  }
+  if (a.is_tuple()) {
+    if (a.elems.size() != b.elems.size()) return false;
+    std::vector<Type> elems;
+    for (size_t i = 0; i < a.elems.size(); ++i) {
+      Type e;
+      if (!unify(a.elems[i], b.elems[i], e)) return false;
+      elems.push_back(e);
+    }
+    out = Type::tuple(std::move(elems));
+    return true;
+  }
+  out = a;
+  return true;
+}
+
+}  // namespace bpfscope::sema

@@ -1,0 +1,76 @@
+// Types of expressions, map keys and values, and their memory layout.
+//
+// Layout rule: every integer occupies 8 bytes in memory (map keys, map
+// values, event records), sign- or zero-extended; registers always hold the
+// 64-bit extended value. Strings occupy their declared size N (NUL included)
+// rounded up to 8. This keeps keys free of interior padding, so zeroing a key
+// is only ever needed for string tails.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfscope::sema {
+
+enum class TypeKind {
+  None,    // no value (statements, void calls)
+  Int,     // size 1/2/4/8 and signedness as declared; 8 bytes in memory
+  Bool,    // comparisons and logical operators; 8 bytes in memory
+  String,  // fixed capacity `size` bytes including the NUL
+  Tuple,   // elems, each at offsets[i]
+};
+
+// Where a pointer-valued integer points, which decides the probe_read helper.
+enum class AddrSpace { None, Kernel, User };
+
+struct Type {
+  TypeKind kind = TypeKind::None;
+  uint32_t size = 0;  // Int: 1, 2, 4 or 8 (the C type's size); String: capacity
+  bool is_signed = false;
+  bool is_pointer = false;  // Int holding an address (tracepoint `const char *`)
+  AddrSpace addr_space = AddrSpace::None;
+  std::vector<Type> elems;
+  std::vector<uint32_t> offsets;
+
+  static Type none() { return {}; }
+  static Type integer(uint32_t size, bool is_signed) {
+    Type t;
+    t.kind = TypeKind::Int;
+    t.size = size;
+    t.is_signed = is_signed;
+    return t;
+  }
+  static Type boolean() {
+    Type t;
+    t.kind = TypeKind::Bool;
+    t.size = 1;
+    return t;
+  }
+  static Type string(uint32_t capacity) {
+    Type t;
+    t.kind = TypeKind::String;
+    t.size = capacity;
+    return t;
+  }
+  static Type tuple(std::vector<Type> elems);
+
+  bool is_int() const { return kind == TypeKind::Int || kind == TypeKind::Bool; }
+  bool is_string() const { return kind == TypeKind::String; }
+  bool is_tuple() const { return kind == TypeKind::Tuple; }
+
+  // Bytes this value occupies in memory (keys, values, events).
+  uint32_t mem_size() const;
+  std::string name() const;  // "uint32", "string[16]", "(int64, string[16])"
+};
+
+bool operator==(const Type& a, const Type& b);
+
+// A type both may be stored as (strings widen to the larger capacity, ints to
+// int64/uint64); false when they cannot share a slot.
+bool unify(const Type& a, const Type& b, Type& out);
+
+inline uint32_t align8(uint32_t n) { return (n + 7) & ~7u; }
+
+}  // namespace bpfscope::sema

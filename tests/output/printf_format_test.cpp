@@ -1,0 +1,174 @@
+// printf parsing and C/libc formatting (REFERENCE 6.5, 9).
+#include <gtest/gtest.h>
+
+#include "output/output.h"
+
+namespace bpfscope::output {
+namespace {
+
+Value I(int64_t v) { return Value::of_int(v); }
+Value U(uint64_t v) { return Value::of_uint(v); }
+Value S(std::string v) { return Value::of_string(std::move(v)); }
+Value T(std::vector<Value> v) { return Value::of_tuple(std::move(v)); }
+
+std::string fmt_one(std::string_view format, std::vector<Value> args) {
+  auto parsed = parse_printf(format);
+  if (auto* err = std::get_if<std::string>(&parsed)) return "ERROR " + *err;
+  return format_printf(std::get<PrintfFormat>(parsed), args);
+}
+
+struct FormatCase {
+  const char* format;
+  std::vector<Value> args;
+  std::string out;
+};
+
+TEST(Printf, Format) {
+  const std::vector<FormatCase> cases = {
+      // Integers follow C: no length modifier means int / unsigned int.
+      {"%d", {I(5000000000)}, "705032704"},
+      {"%i", {I(-5)}, "-5"},
+      {"%u", {I(-1)}, "4294967295"},
+      {"%hhd", {I(257)}, "1"},
+      {"%hhu", {I(-1)}, "255"},
+      {"%hd", {I(65537)}, "1"},
+      {"%hu", {I(-1)}, "65535"},
+      {"%ld", {I(5000000000)}, "5000000000"},
+      {"%lld", {I(-5000000000)}, "-5000000000"},
+      {"%lu", {I(-1)}, "18446744073709551615"},
+      {"%llx", {U(0xdeadbeefcafeULL)}, "deadbeefcafe"},
+      {"%jd", {I(INT64_MIN)}, "-9223372036854775808"},
+      {"%zu", {U(UINT64_MAX)}, "18446744073709551615"},
+      {"%x", {I(-1)}, "ffffffff"},
+      {"%X", {I(255)}, "FF"},
+      {"%#x", {I(255)}, "0xff"},
+      {"%o", {I(8)}, "10"},
+      {"%#o", {I(8)}, "010"},
+      {"%d", {Value::of_bool(true)}, "1"},
+      {"%d", {U(UINT64_MAX)}, "-1"},
+      // Flags, width, precision (libc).
+      {"%5.2d", {I(7)}, "   07"},
+      {"%8.3s", {S("abcdef")}, "     abc"},
+      {"%-5d|", {I(42)}, "42   |"},
+      {"%05d", {I(42)}, "00042"},
+      {"%-08lld|", {I(-3)}, "-3      |"},
+      {"%+d", {I(3)}, "+3"},
+      {"% d", {I(3)}, " 3"},
+      {"%.0d", {I(0)}, ""},
+      {"%.d", {I(0)}, ""},
+      {"%10s|", {S("hi")}, "        hi|"},
+      {"%-10s|", {S("hi")}, "hi        |"},
+      // %s prints any value as its text.
+      {"%s", {S("hello")}, "hello"},
+      {"%s", {I(-42)}, "-42"},
+      {"%s", {U(UINT64_MAX)}, "18446744073709551615"},
+      {"%s", {Value::of_bool(false)}, "false"},
+      {"%s", {T({I(1), S("a"), T({I(2), I(3)})})}, "(1, a, (2, 3))"},
+      {"%ls", {S("wide?")}, "wide?"},
+      // %c and %p.
+      {"%c", {I(65)}, "A"},
+      {"%3c|", {I('z')}, "  z|"},
+      {"%-3c|", {I('z')}, "z  |"},
+      {"%p", {U(0x1234)}, "0x1234"},
+      {"%p", {I(0)}, "(nil)"},
+      {"%10p|", {U(0x1234)}, "    0x1234|"},
+      // Floats take the integer value as a double.
+      {"%f", {I(3)}, "3.000000"},
+      {"%.2f", {I(-7)}, "-7.00"},
+      {"%e", {I(12345)}, "1.234500e+04"},
+      {"%.2E", {I(12345)}, "1.23E+04"},
+      {"%g", {I(100000)}, "100000"},
+      {"%G", {I(10000000)}, "1E+07"},
+      {"%a", {I(1)}, "0x1p+0"},
+      {"%Lf", {I(2)}, "2.000000"},
+      {"%.1f", {U(UINT64_MAX)}, "18446744073709551616.0"},
+      // Buffers.
+      {"%r", {S("ab\n")}, "ab\\x0a"},
+      {"%r", {S(std::string("a\0\x7f~ ", 5))}, "a\\x00\\x7f~ "},
+      {"%r", {S("\xff")}, "\\xff"},
+      {"%rx", {S("ab")}, "\\x61\\x62"},
+      {"%rh", {S("ab")}, "61 62"},
+      {"%rh", {S("\x01")}, "01"},
+      {"%rh", {S("")}, ""},
+      {"%rhello", {S("a")}, "61ello"},
+      {"%6r|", {S("ab")}, "    ab|"},
+      // Text around conversions, %% and several arguments.
+      {"a %d b %s c\n", {I(1), S("x")}, "a 1 b x c\n"},
+      {"100%%", {}, "100%"},
+      {"%%d %d%%", {I(5)}, "%d 5%"},
+      {"no conversions", {}, "no conversions"},
+      {"", {}, ""},
+      // Missing arguments read as 0 / "", extra ones are ignored.
+      {"[%d|%s|%c|%p|%f|%r]", {}, std::string("[0||\0|(nil)|0.000000|]", 22)},
+      {"%d", {I(1), I(2)}, "1"},
+      {"%d", {S("abc")}, "0"},
+  };
+  for (const FormatCase& c : cases) {
+    EXPECT_EQ(fmt_one(c.format, c.args), c.out) << c.format;
+  }
+}
+
+TEST(Printf, Errors) {
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"%y", "printf: Unknown format string token: %y"},
+      {"a %5y b", "printf: Unknown format string token: %5y"},
+      {"%", "printf: Unknown format string token: %"},
+      {"abc %-", "printf: Unknown format string token: %-"},
+      {"%n", "printf: Unknown format string token: %n"},
+      {"%*d", "printf: Unknown format string token: %*"},
+      {"%lq", "printf: Unknown format string token: %lq"},
+      {"%gr", "printf: %gr (GFP flags) is not supported: %gr"},
+      {"%999999999d", "printf: width too large: %999999999"},
+      {"%.70000f", "printf: precision too large: %.70000"},
+  };
+  for (const auto& [format, error] : cases) {
+    auto parsed = parse_printf(format);
+    ASSERT_TRUE(std::holds_alternative<std::string>(parsed)) << format;
+    EXPECT_EQ(std::get<std::string>(parsed), error) << format;
+  }
+}
+
+TEST(Printf, Parse) {
+  auto parsed = parse_printf("x=%-08lld y%%=%s buf=%rx z=%hhu %.3e tail%%");
+  ASSERT_TRUE(std::holds_alternative<PrintfFormat>(parsed));
+  const PrintfFormat& f = std::get<PrintfFormat>(parsed);
+  ASSERT_EQ(f.specs.size(), 5u);
+  EXPECT_EQ(f.specs[0].literal_before, "x=");
+  EXPECT_EQ(f.specs[0].spec, "%-08lld");
+  EXPECT_EQ(f.specs[0].conv, 'd');
+  EXPECT_EQ(f.specs[0].length, "ll");
+  EXPECT_EQ(f.specs[0].wants, PrintfSpec::ArgKind::Integer);
+  EXPECT_EQ(f.specs[1].literal_before, " y%=");
+  EXPECT_EQ(f.specs[1].conv, 's');
+  EXPECT_EQ(f.specs[1].wants, PrintfSpec::ArgKind::Any);
+  EXPECT_EQ(f.specs[2].spec, "%rx");
+  EXPECT_EQ(f.specs[2].conv, 'r');
+  EXPECT_EQ(f.specs[2].buffer_mode, "x");
+  EXPECT_EQ(f.specs[2].wants, PrintfSpec::ArgKind::String);
+  EXPECT_EQ(f.specs[3].length, "hh");
+  EXPECT_EQ(f.specs[3].conv, 'u');
+  EXPECT_EQ(f.specs[4].spec, "%.3e");
+  EXPECT_EQ(f.specs[4].wants, PrintfSpec::ArgKind::Integer);
+  EXPECT_EQ(f.trailing, " tail%");
+
+  for (const char conv : std::string("diouxXcpeEfFgGaA")) {
+    auto p = parse_printf(std::string("%") + conv);
+    ASSERT_TRUE(std::holds_alternative<PrintfFormat>(p)) << conv;
+    EXPECT_EQ(std::get<PrintfFormat>(p).specs.at(0).wants, PrintfSpec::ArgKind::Integer) << conv;
+  }
+}
+
+TEST(Printf, HandBuiltSpecFallsBack) {
+  PrintfFormat f;
+  PrintfSpec s;
+  s.literal_before = "v=";
+  s.conv = 'd';
+  f.specs.push_back(s);
+  f.trailing = ".";
+  EXPECT_EQ(format_printf(f, {I(5000000000)}), "v=705032704.");
+  f.specs[0].spec = "%";  // malformed
+  EXPECT_EQ(format_printf(f, {I(3)}), "v=3.");
+}
+
+}  // namespace
+}  // namespace bpfscope::output

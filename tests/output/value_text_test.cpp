@@ -1,0 +1,51 @@
+// to_text / key_text (REFERENCE 6.2, 6.4).
+#include <gtest/gtest.h>
+
+#include "output/output.h"
+
+namespace bpfscope::output {
+namespace {
+
+Value I(int64_t v) { return Value::of_int(v); }
+Value U(uint64_t v) { return Value::of_uint(v); }
+Value S(std::string v) { return Value::of_string(std::move(v)); }
+Value T(std::vector<Value> v) { return Value::of_tuple(std::move(v)); }
+
+struct TextCase {
+  const char* name;
+  Value value;
+  std::string text;
+  std::string key;
+};
+
+TEST(ValueText, Table) {
+  const std::vector<TextCase> cases = {
+      {"int", I(5), "5", "5"},
+      {"negative", I(-5), "-5", "-5"},
+      {"int64 min", I(INT64_MIN), "-9223372036854775808", "-9223372036854775808"},
+      {"uint64 max", U(UINT64_MAX), "18446744073709551615", "18446744073709551615"},
+      {"bool true", Value::of_bool(true), "true", "true"},
+      {"bool false", Value::of_bool(false), "false", "false"},
+      {"string bare", S("hello"), "hello", "hello"},
+      {"empty string", S(""), "", ""},
+      {"none", Value{}, "", ""},
+      {"tuple nested", T({I(1), S("two"), T({I(2), I(3)})}), "(1, two, (2, 3))",
+       "1, two, (2, 3)"},
+      {"tuple key a, 2", T({S("a"), I(2)}), "(a, 2)", "a, 2"},
+      {"tuple key 1, (123, 1234)", T({I(1), T({I(123), I(1234)})}), "(1, (123, 1234))",
+       "1, (123, 1234)"},
+      {"one-field tuple", T({I(1)}), "(1)", "1"},
+      {"empty tuple", T({}), "()", ""},
+      {"tuple of bool", T({Value::of_bool(true), U(7)}), "(true, 7)", "true, 7"},
+      // 0.24-0.26 strip the parentheses from any key text wrapped in them.
+      {"string key in parens", S("(x)"), "(x)", "x"},
+      {"string key with one paren", S("(x"), "(x", "(x"},
+  };
+  for (const TextCase& c : cases) {
+    EXPECT_EQ(to_text(c.value), c.text) << c.name;
+    EXPECT_EQ(key_text(c.value), c.key) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace bpfscope::output
