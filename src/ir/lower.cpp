@@ -347,9 +347,12 @@ class Lowerer {
       default: std::unreachable();
     }
     (void)is_signed;  // '/' and '%' are unsigned and '>>' logical, as in bpftrace.
-    if (rhs.constant && *rhs.constant >= INT32_MIN && *rhs.constant <= INT32_MAX) {
-      return b_.alu_imm(alu, a, *rhs.constant);
-    }
+    // The verifier rejects an immediate divisor of 0 and immediate shifts
+    // outside 0-63; those go through a register (BPF defines x/0 as 0).
+    bool imm_ok = rhs.constant && *rhs.constant >= INT32_MIN && *rhs.constant <= INT32_MAX;
+    if (imm_ok && (alu == AluOp::Div || alu == AluOp::Mod) && *rhs.constant == 0) imm_ok = false;
+    if (imm_ok && (alu == AluOp::Lsh || alu == AluOp::Rsh) && (*rhs.constant < 0 || *rhs.constant > 63)) imm_ok = false;
+    if (imm_ok) return b_.alu_imm(alu, a, *rhs.constant);
     return b_.alu(alu, a, materialize_int(rhs));
   }
 

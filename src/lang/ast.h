@@ -26,14 +26,14 @@ enum class ExprKind {
   Call,         // name, args
   Unary,        // op (Neg, LNot, BNot, Deref, AddrOf), args[0]
   Binary,       // op, args[0], args[1]
-  Ternary,      // args[0] ? args[1] : args[2]
+  Ternary,      // args[0] ? args[1] : args[2]; with two args, args[0] ?: args[1] (0.26)
   Field,        // args[0].name or args[0]->name (arrow = true); name may be "0" for tuple index
   Index,        // args[0][args[1]]
-  Cast,         // (name)args[0]; name is the type text as written ("uint8", "struct sock *")
+  Cast,         // (name)args[0]; name is the type text, spaced as in "uint8", "struct sock *", "int8 **", "uint8[4]"
   Tuple,        // (args...)
   IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
   Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])
-  Offsetof,     // offsetof(name, sval-field)
+  Offsetof,     // offsetof(name, sval-field), or offsetof(args[0], sval-field) when name is empty; sval may be "a.b"
 };
 
 enum class Op {
@@ -78,9 +78,9 @@ enum class StmtKind {
 struct Stmt {
   StmtKind kind = StmtKind::Expr;
   Loc loc;
-  ExprId expr = kNone;    // Expr/If/While/Unroll condition; For: the map or range start
+  ExprId expr = kNone;    // Expr/If/While/Unroll condition; For: the map or range start; Return: value or kNone
   ExprId range_end = kNone;  // For over a range a..b: b
-  ExprId target = kNone;  // Assign/Let: the Variable or Map being written
+  ExprId target = kNone;  // Assign/Let: the Variable or Map being written (Assign: Identifier "_" discards)
   ExprId value = kNone;   // Assign/Let: the value
   Op op = Op::None;       // Assign: compound operator (Add for +=, ...)
   std::string iter_var;   // For: "$kv"

@@ -172,7 +172,9 @@ class Dumper {
       case ExprKind::Tuple: line(depth, "tuple"); break;
       case ExprKind::IncDec: line(depth, fmt::format("incdec {}", op_name(e.op))); break;
       case ExprKind::Sizeof: line(depth, e.type_arg ? "sizeof " + e.name : std::string("sizeof")); break;
-      case ExprKind::Offsetof: line(depth, fmt::format("offsetof {}, {}", e.name, e.sval)); break;
+      case ExprKind::Offsetof:
+        line(depth, e.name.empty() ? "offsetof " + e.sval : fmt::format("offsetof {}, {}", e.name, e.sval));
+        break;
     }
     for (ExprId a : e.args) expr(depth + 1, a);
   }

@@ -345,6 +345,7 @@ Token Lexer::lex_sigil(uint32_t i) const {
         break;
       }
     }
+    if (t.ival == 0) set_error(t, "param $0 is out of integer range [1, 9223372036854775807]", t.loc());
     return t;
   }
   if (e < n && is_ident_start(text_[e])) {

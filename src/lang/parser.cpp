@@ -17,6 +17,10 @@
 namespace bpfscope::lang {
 namespace {
 
+// After this many errors the parser stops reading: a binary or badly broken
+// file would otherwise produce an error (and a rendered source line) per token.
+constexpr size_t kMaxErrors = 100;
+
 // A parenthesised builtin is never a cast: `(pid)*tid` is a multiplication
 // (REFERENCE 1.5). arg0..arg9 and sarg0..sarg9 are checked in is_builtin().
 constexpr std::array<std::string_view, 29> kBuiltins = {
@@ -127,7 +131,8 @@ std::string define_value(std::string_view raw) {
 
 class Parser {
  public:
-  Parser(Source source, Diagnostics& diags) : prog_(make_program(std::move(source))), lexer_(prog_.source.text()), diags_(diags) {}
+  Parser(Source source, Diagnostics& diags)
+      : prog_(make_program(std::move(source))), lexer_(prog_.source.text()), diags_(diags), eof_loc_(find_eof_loc()) {}
 
   std::optional<Program> run();
 
@@ -141,7 +146,7 @@ class Parser {
   // --- tokens ---
   bool at(Tok k) const { return tok_.kind == k; }
   void advance();
-  void reset(uint32_t pos) { tok_ = lexer_.lex(pos); }
+  void reset(uint32_t pos) { tok_ = lexer_.lex(stopped_ ? lexer_.size() : pos); }
   bool accept(Tok k);
   bool expect(Tok k);
   Token peek() const { return lexer_.lex(tok_.end); }
@@ -151,7 +156,8 @@ class Parser {
   void report(Loc loc, std::string msg);
   void fail(Loc loc, std::string msg);
   void unexpected(std::string_view expected = {});
-  Loc eof_loc() const;
+  Loc eof_loc() const { return eof_loc_; }
+  Loc find_eof_loc() const;
   void sync_stmt();
   void sync_top();
   void skip_balanced();
@@ -183,6 +189,7 @@ class Parser {
   ExprId parse_postfix();
   ExprId parse_primary();
   ExprId parse_paren();
+  std::vector<ExprId> parse_list(Tok close);
   ExprId parse_sizeof();
   ExprId parse_offsetof();
   std::string parse_type();
@@ -191,7 +198,7 @@ class Parser {
   void check_incdec(ExprId target, Op op, Loc op_loc);
 
   ExprId add(Expr e);
-  ExprId add(ExprKind kind, Loc loc, std::vector<ExprId> args = {});
+  ExprId add(ExprKind kind, Loc loc, std::vector<ExprId> args = {}, Op op = Op::None, std::string name = {});
   ExprId error_expr() { return add(ExprKind::Integer, tok_.loc()); }
   StmtId add(Stmt s);
 
@@ -203,6 +210,8 @@ class Parser {
   int depth_ = 0;
   bool panic_ = false;
   bool seen_probe_ = false;
+  bool stopped_ = false;  // too many errors: the rest of the input is skipped
+  Loc eof_loc_;
   size_t errors_ = 0;
   uint32_t last_error_ = UINT32_MAX;
   std::vector<uint32_t> heights_;  // per expression: the height of its tree (kMaxExprDepth)
@@ -214,7 +223,7 @@ class Parser {
 void Parser::advance() {
   if (!tok_.error.empty() && !panic_) report(tok_.error_loc, tok_.error);
   prev_end_ = tok_.end;
-  tok_ = lexer_.lex(tok_.end);
+  reset(tok_.end);
 }
 
 bool Parser::accept(Tok k) {
@@ -231,10 +240,15 @@ bool Parser::expect(Tok k) {
 
 void Parser::report(Loc loc, std::string msg) {
   // One error per location: unwinding from an error must not repeat it.
-  if (loc.begin == last_error_) return;
+  if (loc.begin == last_error_ || stopped_) return;
   last_error_ = loc.begin;
   diags_.error(loc, std::move(msg));
-  ++errors_;
+  if (++errors_ < kMaxErrors) return;
+  // Enough: a broken or binary input would otherwise give an error per line.
+  diags_.error_unlocated(fmt::format("too many errors ({}), stopping", errors_));
+  stopped_ = true;
+  panic_ = true;
+  reset(lexer_.size());
 }
 
 void Parser::fail(Loc loc, std::string msg) {
@@ -256,7 +270,7 @@ void Parser::unexpected(std::string_view expected) {
 }
 
 // End of file is shown just after the last visible character.
-Loc Parser::eof_loc() const {
+Loc Parser::find_eof_loc() const {
   std::string_view text = lexer_.text();
   auto k = static_cast<uint32_t>(text.size());
   while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t' || text[k - 1] == '\n' || text[k - 1] == '\r')) --k;
@@ -315,10 +329,12 @@ ExprId Parser::add(Expr e) {
   return static_cast<ExprId>(prog_.exprs.size() - 1);
 }
 
-ExprId Parser::add(ExprKind kind, Loc loc, std::vector<ExprId> args) {
+ExprId Parser::add(ExprKind kind, Loc loc, std::vector<ExprId> args, Op op, std::string name) {
   Expr e;
   e.kind = kind;
   e.loc = loc;
+  e.op = op;
+  e.name = std::move(name);
   e.args = std::move(args);
   return add(std::move(e));
 }
@@ -567,6 +583,8 @@ void Parser::parse_expr_stmt(Stmt& s) {
     if (at(c.tok)) op = c.op;
   if (panic_ || (op == Op::None && !at(Tok::Assign))) return;
   const Expr& target = prog_.exprs[e];
+  if (target.kind == ExprKind::Field && !target.name.empty() && std::isdigit(static_cast<unsigned char>(target.name[0])))
+    return fail(target.loc, "Tuples are immutable once created. Consider creating a new tuple and assigning it instead.");
   const bool discard = target.kind == ExprKind::Identifier && target.name == "_" && op == Op::None;
   if (target.kind != ExprKind::Variable && target.kind != ExprKind::Map && !discard) return unexpected();
   advance();
@@ -581,11 +599,7 @@ void Parser::parse_let(Stmt& s) {
   advance();  // let
   s.kind = StmtKind::Let;
   if (!at(Tok::Variable)) return unexpected("variable");
-  Expr v;
-  v.kind = ExprKind::Variable;
-  v.loc = tok_.loc();
-  v.name = tok_.text;
-  s.target = add(std::move(v));
+  s.target = add(ExprKind::Variable, tok_.loc(), {}, Op::None, tok_.text);
   advance();
   if (accept(Tok::Colon)) s.type_name = parse_type();
   if (accept(Tok::Assign)) s.value = parse_expr();
@@ -726,16 +740,12 @@ ExprId Parser::parse_binary() {
     vals.pop_back();
     const Operand lhs = vals.back();
     vals.pop_back();
-    Expr e;
-    e.kind = ExprKind::Binary;
-    e.op = ops.back().op;
+    const Loc span = join(lhs.span, rhs.span);
+    vals.push_back({add(ExprKind::Binary, span, {lhs.id, rhs.id}, ops.back().op), span});
     ops.pop_back();
-    e.loc = join(lhs.span, rhs.span);
-    e.args = {lhs.id, rhs.id};
-    vals.push_back({add(std::move(e)), join(lhs.span, rhs.span)});
   };
   operand();
-  for (;;) {
+  while (!panic_) {
     const BinaryOp* b = nullptr;
     for (const auto& candidate : kBinaryOps)
       if (at(candidate.tok)) b = &candidate;
@@ -753,41 +763,26 @@ ExprId Parser::parse_binary() {
 
 ExprId Parser::parse_unary() {
   const uint32_t start = tok_.begin;
+  auto operand = [this] { return nested([this] { return parse_unary(); }); };
   for (const auto& u : kUnaryOps) {
-    if (!at(u.tok)) continue;
-    advance();
-    const ExprId operand = nested([this] { return parse_unary(); });
-    Expr e;
-    e.kind = ExprKind::Unary;
-    e.op = u.op;
-    e.loc = {start, prev_end_};
-    e.args = {operand};
-    return add(std::move(e));
+    if (!accept(u.tok)) continue;
+    const ExprId x = operand();
+    return add(ExprKind::Unary, {start, prev_end_}, {x}, u.op);
   }
   if (at(Tok::Inc) || at(Tok::Dec)) {
     const Op op = at(Tok::Inc) ? Op::PreInc : Op::PreDec;
     const Loc op_loc = tok_.loc();
     advance();
-    const ExprId operand = nested([this] { return parse_unary(); });
-    check_incdec(operand, op, op_loc);
-    Expr e;
-    e.kind = ExprKind::IncDec;
-    e.op = op;
-    e.loc = {start, prev_end_};
-    e.args = {operand};
-    return add(std::move(e));
+    const ExprId x = operand();
+    check_incdec(x, op, op_loc);
+    return add(ExprKind::IncDec, {start, prev_end_}, {x}, op);
   }
   if (at(Tok::LParen) && cast_ahead()) {
     advance();
     std::string type = parse_type();
     expect(Tok::RParen);
-    const ExprId operand = nested([this] { return parse_unary(); });
-    Expr e;
-    e.kind = ExprKind::Cast;
-    e.name = std::move(type);
-    e.loc = {start, prev_end_};
-    e.args = {operand};
-    return add(std::move(e));
+    const ExprId x = operand();
+    return add(ExprKind::Cast, {start, prev_end_}, {x}, Op::None, std::move(type));
   }
   return parse_postfix();
 }
@@ -802,41 +797,45 @@ void Parser::check_incdec(ExprId target, Op op, Loc op_loc) {
 ExprId Parser::parse_postfix() {
   const uint32_t start = tok_.begin;
   ExprId e = parse_primary();
-  for (;;) {
+  while (!panic_) {
     if (at(Tok::Dot) || at(Tok::Arrow)) {
       const bool arrow = at(Tok::Arrow);
       advance();
       // x.name, x->name, and x.0 for tuples; keywords are valid field names.
       if (!at(Tok::Ident) && !at(Tok::Int) && !is_keyword(tok_.kind)) {
         unexpected("field name");
-        return e;
+        break;
       }
-      Expr f;
-      f.kind = ExprKind::Field;
-      f.arrow = arrow;
-      f.name = std::string(slice(tok_));
+      std::string name(slice(tok_));
       advance();
-      f.loc = {start, prev_end_};
-      f.args = {e};
-      e = add(std::move(f));
-    } else if (at(Tok::LBracket)) {
-      advance();
+      e = add(ExprKind::Field, {start, prev_end_}, {e}, Op::None, std::move(name));
+      prog_.exprs[e].arrow = arrow;
+    } else if (accept(Tok::LBracket)) {
       const ExprId index = parse_expr();
       expect(Tok::RBracket);
       e = add(ExprKind::Index, {start, prev_end_}, {e, index});
     } else if (at(Tok::Inc) || at(Tok::Dec)) {
-      Expr x;
-      x.kind = ExprKind::IncDec;
-      x.op = at(Tok::Inc) ? Op::PostInc : Op::PostDec;
-      check_incdec(e, x.op, tok_.loc());
+      const Op op = at(Tok::Inc) ? Op::PostInc : Op::PostDec;
+      check_incdec(e, op, tok_.loc());
       advance();
-      x.loc = {start, prev_end_};
-      x.args = {e};
-      e = add(std::move(x));
+      e = add(ExprKind::IncDec, {start, prev_end_}, {e}, op);
     } else {
-      return e;
+      break;
     }
   }
+  return e;
+}
+
+// A comma-separated list up to `close`, for call arguments and map keys.
+std::vector<ExprId> Parser::parse_list(Tok close) {
+  std::vector<ExprId> items;
+  if (!at(close)) {
+    do {
+      items.push_back(parse_expr());
+    } while (!panic_ && accept(Tok::Comma));
+  }
+  expect(close);
+  return items;
 }
 
 ExprId Parser::parse_primary() {
@@ -845,61 +844,31 @@ ExprId Parser::parse_primary() {
   e.loc = t.loc();
   switch (t.kind) {
     case Tok::Int:
-      advance();
-      e.kind = ExprKind::Integer;
+    case Tok::Positional:
+      e.kind = t.kind == Tok::Int ? ExprKind::Integer : ExprKind::Positional;
       e.ival = t.ival;
-      return add(std::move(e));
+      break;
     case Tok::String:
-      advance();
       e.kind = ExprKind::String;
       e.sval = t.text;
-      return add(std::move(e));
+      break;
     case Tok::Variable:
-      advance();
-      e.kind = ExprKind::Variable;
-      e.name = t.text;
-      return add(std::move(e));
-    case Tok::Positional:
-      advance();
-      e.kind = ExprKind::Positional;
-      e.ival = t.ival;
-      return add(std::move(e));
-    case Tok::PositionalCount:
-      advance();
-      e.kind = ExprKind::PositionalCount;
-      return add(std::move(e));
     case Tok::Map:
-      advance();
-      e.kind = ExprKind::Map;
+      e.kind = t.kind == Tok::Map ? ExprKind::Map : ExprKind::Variable;
       e.name = t.text;
-      if (accept(Tok::LBracket)) {
-        do {
-          e.args.push_back(parse_expr());
-        } while (accept(Tok::Comma));
-        expect(Tok::RBracket);
-        e.loc.end = prev_end_;
-      }
-      return add(std::move(e));
+      break;
+    case Tok::PositionalCount:
+      e.kind = ExprKind::PositionalCount;
+      break;
     case Tok::Ident:
-      advance();
+      e.kind = ExprKind::Identifier;
+      e.name = t.text;
       if (t.text == "true" || t.text == "false") {
         e.kind = ExprKind::Integer;
         e.ival = t.text == "true";
-        return add(std::move(e));
+        e.name.clear();
       }
-      e.name = t.text;
-      e.kind = ExprKind::Identifier;
-      if (accept(Tok::LParen)) {
-        e.kind = ExprKind::Call;
-        if (!at(Tok::RParen)) {
-          do {
-            e.args.push_back(parse_expr());
-          } while (accept(Tok::Comma));
-        }
-        expect(Tok::RParen);
-        e.loc.end = prev_end_;
-      }
-      return add(std::move(e));
+      break;
     case Tok::Sizeof:
       return parse_sizeof();
     case Tok::Offsetof:
@@ -910,6 +879,17 @@ ExprId Parser::parse_primary() {
       unexpected();
       return error_expr();
   }
+  advance();
+  if (e.kind == ExprKind::Map && accept(Tok::LBracket)) {
+    // @m[k1, k2]: at least one key.
+    e.args = at(Tok::RBracket) ? (unexpected(), std::vector<ExprId>{}) : parse_list(Tok::RBracket);
+    e.loc.end = prev_end_;
+  } else if (e.kind == ExprKind::Identifier && accept(Tok::LParen)) {
+    e.kind = ExprKind::Call;
+    e.args = parse_list(Tok::RParen);
+    e.loc.end = prev_end_;
+  }
+  return add(std::move(e));
 }
 
 // (e), and tuples (a, b) and (a,).
@@ -922,7 +902,7 @@ ExprId Parser::parse_paren() {
     return first;
   }
   std::vector<ExprId> items = {first};
-  while (accept(Tok::Comma) && !at(Tok::RParen)) items.push_back(parse_expr());
+  while (!panic_ && accept(Tok::Comma) && !at(Tok::RParen)) items.push_back(parse_expr());
   expect(Tok::RParen);
   return add(ExprKind::Tuple, {start, prev_end_}, std::move(items));
 }
@@ -945,14 +925,19 @@ ExprId Parser::parse_sizeof() {
   return add(std::move(e));
 }
 
-// offsetof(struct X, field[.subfield...])
+// offsetof(struct X, field[.subfield...]) and offsetof(expr, field), e.g.
+// offsetof(*curtask, comm).
 ExprId Parser::parse_offsetof() {
   Expr e;
   e.kind = ExprKind::Offsetof;
   e.loc.begin = tok_.begin;
   advance();
   if (expect(Tok::LParen)) {
-    e.name = parse_type();
+    const bool type = at(Tok::Ident) && (is_tag(tok_.text) || (!is_builtin(tok_.text) && peek().kind == Tok::Comma));
+    if (type)
+      e.name = parse_type();
+    else
+      e.args.push_back(parse_expr());
     if (expect(Tok::Comma)) {
       for (;;) {
         if (!at(Tok::Ident) && !is_keyword(tok_.kind)) {

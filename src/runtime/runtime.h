@@ -21,7 +21,7 @@ struct Options {
   bool verbose = false;      // -v
   bool dry_run = false;      // --dry-run: load, do not attach or run
   bool debug_verifier = false;  // -d verifier: print the kernel's log
-  uint32_t ringbuf_bytes = 16u << 20;
+  uint32_t ringbuf_bytes = 16u << 20;  // holds the printf target (DESIGN.md); mapped twice, so RSS is 2x
   int child_pid = -1;        // -c: the child, held until attach (see Child)
   int target_pid = -1;       // -p
 };

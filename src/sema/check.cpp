@@ -591,7 +591,8 @@ class Checker {
           set(e.args[0], Type::none());
         } else {
           if (!map_for(e.args[0], false)) {
-            error(a.loc, fmt::format("Undefined map: {}", a.name));
+            bool exists = std::any_of(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
+            if (!exists) error(a.loc, fmt::format("Undefined map: {}", a.name));
             return Type::none();
           }
           set(e.args[0], Type::none());

@@ -454,7 +454,8 @@ TEST(Parser, Expressions) {
  call exit
 )"},
       {"BEGIN { $a = sizeof(struct task_struct); $b = sizeof($x); $c = sizeof(uint8); $d = sizeof(mytype *); "
-       "$e = sizeof(pid); $f = offsetof(struct sk_buff, len); $g = offsetof(struct x, a.b) }",
+       "$e = sizeof(pid); $f = offsetof(struct sk_buff, len); $g = offsetof(struct x, a.b); $h = offsetof(*curtask, comm); "
+       "$i = offsetof(mytype, f) }",
        R"(probe BEGIN
  assign =
   variable $a
@@ -479,6 +480,14 @@ TEST(Parser, Expressions) {
  assign =
   variable $g
   offsetof struct x, a.b
+ assign =
+  variable $h
+  offsetof comm
+   unop *
+    identifier curtask
+ assign =
+  variable $i
+  offsetof mytype, f
 )"},
   });
 }
@@ -608,6 +617,10 @@ TEST(Parser, Errors) {
       {"uprobe:lib:\"f { }", {"1:12-18: unterminated string"}},
       {"struct X { int a;", {"1:18-18: unexpected end of file, expected }"}},
       {"config = { a = ; } BEGIN { }", {"1:16-17: syntax error, unexpected ;, expected config value"}},
+      {"BEGIN { $t.0 = 1; }", {"1:9-13: Tuples are immutable once created. Consider creating a new tuple and assigning it instead."}},
+      {"BEGIN { @m[] = 1; }", {"1:12-13: syntax error, unexpected ]"}},
+      {"BEGIN { $x = $0; }", {"1:14-16: param $0 is out of integer range [1, 9223372036854775807]"}},
+      {"BEGIN { $x = offsetof(struct s); }", {"1:31-32: syntax error, unexpected ), expected ,"}},
       {"import \"a.bt\"; BEGIN { }", {"1:1-7: import is not supported"}},
       {"macro m($x) { $x + 1 } BEGIN { }", {"1:1-6: macro definitions are not supported"}},
       {"let @a = hash(10); BEGIN { }", {"1:1-4: map declarations are not supported"}},

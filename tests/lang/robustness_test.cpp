@@ -188,11 +188,15 @@ TEST(Robustness, ManyStatementsAndProbes) {
   auto program = parse(Source("stdin", text), diags);
   ASSERT_TRUE(program.has_value());
   EXPECT_EQ(program->probes.size(), 2000u);
-  // Many errors in one script: one per broken statement.
+  // Many errors in one script: one per broken statement, up to 100.
   std::string broken = "BEGIN {";
-  for (int i = 0; i < 2000; ++i) broken += " @x = ;";
+  for (int i = 0; i < 60; ++i) broken += " @x = ;";
   broken += " }";
-  EXPECT_EQ(error_messages(broken).size(), 2000u);
+  EXPECT_EQ(error_messages(broken).size(), 60u);
+  for (int i = 0; i < 2000; ++i) broken += "\nBEGIN { @x = ; }";
+  const auto messages = error_messages(broken);
+  ASSERT_EQ(messages.size(), 101u);
+  EXPECT_EQ(messages.back(), "too many errors (100), stopping");
 }
 
 }  // namespace

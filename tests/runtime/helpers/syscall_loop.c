@@ -1,5 +1,6 @@
 /* Makes an exact number of system calls, for runtime cases and benchmarks.
- * usage: syscall_loop getppid|getpid|openat N [delay_ms_before] */
+ * usage: syscall_loop OP N [OP N]...
+ *   OP: getppid, getpid, openat (of /dev/null), sleep (N milliseconds) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,25 +11,30 @@
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s getppid|getpid|openat N [delay_ms]\n", argv[0]);
+  if (argc < 3 || argc % 2 == 0) {
+    fprintf(stderr, "usage: %s OP N [OP N]... (OP: getppid getpid openat sleep)\n", argv[0]);
     return 2;
   }
-  long n = atol(argv[2]);
-  if (argc > 3) {
-    struct timespec ts = {atol(argv[3]) / 1000, (atol(argv[3]) % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-  }
-  for (long i = 0; i < n; i++) {
-    if (strcmp(argv[1], "getppid") == 0) {
-      syscall(SYS_getppid);
-    } else if (strcmp(argv[1], "getpid") == 0) {
-      syscall(SYS_getpid);
-    } else if (strcmp(argv[1], "openat") == 0) {
-      int fd = openat(AT_FDCWD, "/dev/null", O_RDONLY);
-      if (fd >= 0) close(fd);
-    } else {
-      return 2;
+  for (int a = 1; a + 1 < argc; a += 2) {
+    const char *op = argv[a];
+    long n = atol(argv[a + 1]);
+    if (strcmp(op, "sleep") == 0) {
+      struct timespec ts = {n / 1000, (n % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    for (long i = 0; i < n; i++) {
+      if (strcmp(op, "getppid") == 0) {
+        syscall(SYS_getppid);
+      } else if (strcmp(op, "getpid") == 0) {
+        syscall(SYS_getpid);
+      } else if (strcmp(op, "openat") == 0) {
+        int fd = openat(AT_FDCWD, "/dev/null", O_RDONLY);
+        if (fd >= 0) close(fd);
+      } else {
+        fprintf(stderr, "unknown op %s\n", op);
+        return 2;
+      }
     }
   }
   return 0;

@@ -1,0 +1,296 @@
+// Backend tests: structural checks of the emitted BPF, and real loads through
+// the kernel verifier with the maps the module needs.
+#include <gtest/gtest.h>
+#include <linux/bpf.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/bpf.h"
+#include "bpf/codegen/codegen.h"
+#include "ir/ir.h"
+#include "lang/lang.h"
+#include "sema/sema.h"
+
+namespace bpfscope::codegen {
+namespace {
+
+struct Compiled {
+  std::unique_ptr<lang::Program> ast;
+  std::optional<sema::TypedProgram> typed;
+  ir::Module module;
+  std::vector<Program> programs;  // by module function
+};
+
+Compiled compile_text(const std::string& text) {
+  Compiled out;
+  lang::Source src("stdin", text);
+  lang::Diagnostics diags;
+  auto parsed = lang::parse(src, diags);
+  EXPECT_TRUE(parsed.has_value()) << diags.render(src);
+  if (!parsed) return out;
+  out.ast = std::make_unique<lang::Program>(std::move(*parsed));
+  out.typed = sema::analyse(*out.ast, sema::Options{}, diags);
+  EXPECT_TRUE(out.typed.has_value()) << diags.render(src);
+  if (!out.typed) return out;
+  out.module = ir::lower(*out.typed, ir::LowerOptions{});
+  for (const auto& f : out.module.functions) {
+    EXPECT_EQ(ir::verify(f), "") << ir::print(f);
+    auto p = compile(f);
+    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error()) << "\n" << ir::print(f);
+    if (!p) {
+      out.programs.clear();
+      return out;
+    }
+    out.programs.push_back(std::move(*p));
+  }
+  return out;
+}
+
+bool is_ld_imm64(const bpf_insn& i) { return i.code == (BPF_LD | BPF_DW | BPF_IMM); }
+
+// Registers within R0-R10, a final exit (or backward jump), jump targets inside the program and
+// never into the second half of a ld_imm64, relocations on ld_imm64s.
+void check_structure(const Program& p, size_t map_count) {
+  const size_t n = p.insns.size();
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(p.locs.size(), n);
+  std::vector<bool> second_half(n, false);
+  for (size_t pc = 0; pc < n; ++pc) {
+    if (is_ld_imm64(p.insns[pc])) {
+      ASSERT_LT(pc + 1, n) << "ld_imm64 at the end";
+      second_half[pc + 1] = true;
+      ++pc;
+    }
+  }
+  for (size_t pc = 0; pc < n; ++pc) {
+    if (second_half[pc]) continue;
+    const bpf_insn& i = p.insns[pc];
+    EXPECT_LE(i.dst_reg, 10) << "insn " << pc << "\n" << disassemble(p);
+    EXPECT_LE(i.src_reg, is_ld_imm64(i) ? BPF_PSEUDO_MAP_VALUE : 10) << "insn " << pc;
+    uint8_t cls = BPF_CLASS(i.code);
+    if (cls == BPF_JMP || cls == BPF_JMP32) {
+      uint8_t op = BPF_OP(i.code);
+      if (op == BPF_CALL || op == BPF_EXIT) continue;
+      int64_t target = static_cast<int64_t>(pc) + 1 + (cls == BPF_JMP32 && op == BPF_JA ? i.imm : i.off);
+      EXPECT_GE(target, 0) << "insn " << pc << "\n" << disassemble(p);
+      EXPECT_LT(target, static_cast<int64_t>(n)) << "insn " << pc << "\n" << disassemble(p);
+      if (target >= 0 && target < static_cast<int64_t>(n)) {
+        EXPECT_FALSE(second_half[target]) << "insn " << pc;
+      }
+    }
+    // The frame pointer is read-only.
+    if (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX) {
+      EXPECT_NE(i.dst_reg, 10) << "insn " << pc;
+    }
+  }
+  // Control never falls off the end: the kernel requires the last
+  // instruction to be an exit or an unconditional jump (emission may place a
+  // block that jumps back last).
+  const uint8_t last = p.insns.back().code;
+  EXPECT_TRUE(last == (BPF_JMP | BPF_EXIT) || last == (BPF_JMP | BPF_JA)) << disassemble(p);
+  bool has_exit = false;
+  for (size_t pc = 0; pc < n; ++pc) has_exit |= !second_half[pc] && p.insns[pc].code == (BPF_JMP | BPF_EXIT);
+  EXPECT_TRUE(has_exit) << disassemble(p);
+  for (const auto& r : p.relocs) {
+    ASSERT_LT(r.insn, n);
+    EXPECT_TRUE(is_ld_imm64(p.insns[r.insn])) << "reloc at insn " << r.insn;
+    EXPECT_EQ(p.insns[r.insn].src_reg, BPF_PSEUDO_MAP_FD);
+    EXPECT_LT(r.map, map_count);
+  }
+}
+
+// Creates the script's and the support maps in map-id order, patches the
+// relocations and loads every program. Returns "" or the failure.
+std::string load_all(Compiled& c) {
+  const auto& m = c.module;
+  size_t total = c.typed->maps.size() + 4;
+  std::vector<bpf::Fd> fds(total);
+  for (size_t k = 0; k < c.typed->maps.size(); ++k) {
+    const auto& info = c.typed->maps[k];
+    auto fd = bpf::create_map(info.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, info.name.substr(1),
+                              info.key_size, info.value_size, info.max_entries);
+    if (!fd) return "create_map " + info.name + ": " + fd.error().message;
+    fds[k] = std::move(*fd);
+  }
+  struct Support {
+    uint32_t id;
+    bpf_map_type type;
+    const char* name;
+    uint32_t key, value, entries;
+  };
+  const Support support[] = {
+      {m.support.ringbuf, BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, 4096 * 64},
+      {m.support.scratch, BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1},
+      {m.support.zero, BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1},
+      {m.support.lost, BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1},
+  };
+  for (const auto& s : support) {
+    if (s.id >= total) return "support map id out of range: " + std::to_string(s.id);
+    auto fd = bpf::create_map(s.type, s.name, s.key, s.value, s.entries);
+    if (!fd) return std::string("create_map ") + s.name + ": " + fd.error().message;
+    fds[s.id] = std::move(*fd);
+  }
+  for (size_t k = 0; k < c.programs.size(); ++k) {
+    auto& p = c.programs[k];
+    for (const auto& r : p.relocs) p.insns[r.insn].imm = fds.at(r.map).get();
+    auto kind = c.typed->units.at(m.unit_of.at(k)).kind;
+    bpf::ProgramSpec spec;
+    spec.type = kind == sema::ProbeKind::Tracepoint ? BPF_PROG_TYPE_TRACEPOINT : BPF_PROG_TYPE_RAW_TRACEPOINT;
+    spec.name = p.name;
+    spec.insns = p.insns;
+    auto loaded = bpf::load_program(spec);
+    if (!loaded)
+      return "load " + p.name + " failed: errno " + std::to_string(loaded.error().err) + "\n" + loaded.error().log +
+             "\n" + disassemble(p);
+    if (!loaded->fd) return "load " + p.name + ": no fd";
+  }
+  return "";
+}
+
+const std::string kRegisterPressure =
+    "BEGIN { $a = 1; $b = 2; $c = 3; $d = 4; $e = 5; $f = 6; $g = 7; $h = 8; $i = 9; $j = 10; $k = 11; $l = 12; "
+    "printf(\"%d %d %d %d %d %d %d %d %d %d %d %d %d\\n\", $a + $b + $c + $d + $e + $f + $g + $h + $i + $j + $k + $l, "
+    "$a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l); }";
+
+const std::vector<std::string> kLoadPrograms = {
+    "BEGIN { @x = 1; }",
+    kRegisterPressure,
+    // Every intermediate live at once: products of pairs, summed at the end.
+    "BEGIN { $a = nsecs; $b = nsecs; $c = nsecs; $d = nsecs; $e = nsecs; $f = nsecs; $g = nsecs; $h = nsecs; "
+    "$i = nsecs; $j = nsecs; $k = nsecs; @r = ($a * $b) + ($c * $d) + ($e * $f) + ($g * $h) + ($i * $j) + $k + "
+    "$a + $b + $c + $d + $e + $f + $g + $h + $i + $j; }",
+    // String comparisons.
+    "BEGIN { $s = comm; if ($s == \"bpfscope\") { @eq = 1; } if (comm != \"x\") { @ne = 1; } "
+    "@t = \"abc\" == \"abd\"; }",
+    // hist/lhist and other aggregations, keyed and scalar.
+    "BEGIN { @h = hist(nsecs); @l = lhist(nsecs % 100, 0, 100, 10); @hk[pid] = hist(3); "
+    "@lk[comm] = lhist(7, 0, 10, 5); @s = sum(3); @mi = min(4); @ma = max(5); @av = avg(6); @st = stats(7); }",
+    // Tuple keys and values.
+    "BEGIN { @t[pid, comm, 5] = count(); @u[\"a\", 1] = (2, \"bb\", comm); delete(@u[\"a\", 1]); "
+    "@v[(1, \"x\")] = 1; }",
+    // Nested ifs.
+    "BEGIN { $x = nsecs; if ($x > 10) { if ($x % 2 == 0) { if ($x % 3 == 0) { @a = 1; } else { @a = 2; } } "
+    "else if ($x % 5 == 0) { @a = 3; } else { @a = 4; } } else { @a = 5; } }",
+    // Ternaries of strings, nested.
+    "BEGIN { $n = nsecs; @s = $n % 2 ? \"odd\" : \"even\"; @t = $n % 3 == 0 ? ($n % 2 ? \"a\" : \"bbbbbbbb\") : comm; "
+    "printf(\"%s %s\\n\", $n % 2 ? \"x\" : \"yy\", @s); }",
+    "BEGIN { printf(\"%s %d %u %x\\n\", comm, pid, tid, nsecs); time(\"%H:%M\\n\"); print(\"v\"); exit(); }",
+    "END { @e = count(); clear(@e); zero(@e); }",
+    "tracepoint:syscalls:sys_enter_openat /pid > 1/ { @c[comm] = count(); @f[str(args.filename)] = count(); "
+    "printf(\"%s %d %d\\n\", str(args.filename), args.dfd, args.flags); }",
+    "tracepoint:syscalls:sys_enter_getp*id { @[probe] = count(); @n[probe, args.__syscall_nr] = sum(1); }",
+    "BEGIN { $x = -5; @a = $x / 2; @b = $x % 3; @c = $x >> 1; @d = -$x; @e = ~$x; @f = !$x; "
+    "@g = 0xffffffffffff; @h = $x << 40; @i = nsecs / (nsecs % 7 + 1); $y = 0; @j = nsecs / $y; }",
+    "BEGIN { @x = 1; @x++; ++@x; @x--; @x += 5; @x -= 1; @x *= 2; @y[1] = 0; @y[1]++; $v = 0; $v += @x; $v++; "
+    "printf(\"%d %d\\n\", $v, @y[1]); }",
+    "BEGIN { $t = (1, \"ab\", comm); @t = $t; $u = $t.1; printf(\"%s %s %d\\n\", $u, $t.2, $t.0); }",
+    "BEGIN { if (pid > 1 && (tid > 1 || uid == 0) && !(gid == 12345)) { @ok = 1; } @l = pid > 1 || comm == \"x\"; }",
+    "tracepoint:syscalls:sys_enter_openat { $f = str(args.filename, 16); @s[$f] = count(); "
+    "if ($f == \"/etc/passwd\") { printf(\"%s\\n\", $f); } @y = args.flags & 0x40 ? \"creat\" : \"nocreat\"; }",
+};
+
+TEST(Codegen, StructureOfEmittedPrograms) {
+  for (const auto& text : kLoadPrograms) {
+    SCOPED_TRACE(text);
+    auto c = compile_text(text);
+    ASSERT_TRUE(c.typed.has_value());
+    ASSERT_EQ(c.programs.size(), c.module.functions.size());
+    for (const auto& p : c.programs) check_structure(p, c.typed->maps.size() + 4);
+  }
+}
+
+TEST(Codegen, RegisterPressureSpills) {
+  auto c = compile_text(kRegisterPressure);
+  ASSERT_TRUE(c.typed.has_value());
+  ASSERT_EQ(c.module.functions.size(), 1u);
+  const auto& f = c.module.functions[0];
+  auto live = compute_liveness(f);
+  auto alloc = allocate_registers(f, live);
+  ASSERT_TRUE(alloc.has_value()) << alloc.error();
+  int spilled = 0;
+  for (size_t v = 0; v < alloc->reg.size(); ++v) {
+    int r = alloc->reg[v];
+    EXPECT_TRUE(r == -1 || (r >= 6 && r <= 9)) << "v" << v << " in r" << r;
+    if (r == -1 && alloc->slot[v] != 0) {
+      ++spilled;
+      EXPECT_LT(alloc->slot[v], 0);
+      EXPECT_GE(alloc->slot[v], -kBpfStackSize);
+      EXPECT_EQ(alloc->slot[v] % 8, 0);
+    }
+  }
+  EXPECT_GT(spilled, 0) << "12 live variables cannot fit in R6-R9";
+  EXPECT_LE(alloc->frame_size, static_cast<uint32_t>(kBpfStackSize));
+  std::string dump;
+  auto p = compile(f, &dump);
+  ASSERT_TRUE(p.has_value()) << p.error();
+  EXPECT_FALSE(dump.empty());
+}
+
+TEST(Codegen, DisassembleEndsWithExit) {
+  auto c = compile_text("BEGIN { @x = 1; }");
+  ASSERT_EQ(c.programs.size(), 1u);
+  std::string text = disassemble(c.programs[0]);
+  EXPECT_NE(text.find("exit"), std::string::npos) << text;
+}
+
+// n integer variables all live at the final sum.
+std::string many_live_variables(int n) {
+  std::string s = "BEGIN { ", sum = "0";
+  for (int i = 0; i < n; ++i) {
+    s += "$v" + std::to_string(i) + " = nsecs; ";
+    sum += " + $v" + std::to_string(i);
+  }
+  return s + "@r = " + sum + "; }";
+}
+
+TEST(Codegen, SpillsUpToTheStackLimit) {
+  {
+    auto c = compile_text(many_live_variables(40));
+    ASSERT_EQ(c.programs.size(), 1u);
+    EXPECT_EQ(load_all(c), "");
+  }
+  // Too many spills for 512 bytes of stack: a clean error, not a bad program.
+  Compiled c;
+  lang::Source src("stdin", many_live_variables(80));
+  lang::Diagnostics diags;
+  auto parsed = lang::parse(src, diags);
+  ASSERT_TRUE(parsed.has_value());
+  c.ast = std::make_unique<lang::Program>(std::move(*parsed));
+  c.typed = sema::analyse(*c.ast, sema::Options{}, diags);
+  ASSERT_TRUE(c.typed.has_value());
+  c.module = ir::lower(*c.typed, ir::LowerOptions{});
+  auto p = compile(c.module.functions.at(0));
+  ASSERT_FALSE(p.has_value());
+  EXPECT_NE(p.error().find("bytes of stack (BPF allows 512)"), std::string::npos) << p.error();
+}
+
+// BUG (src/ir/lower.cpp, Lowerer::arith): a constant divisor of 0, or a
+// constant shift count outside 0..63, is emitted as an ALU immediate, which the
+// verifier rejects ("div by zero", "invalid shift 64") although sema accepted
+// the program. Enable once fixed.
+TEST(Codegen, ConstantDivByZeroAndWideShiftsLoad) {
+  for (const std::string text : {"BEGIN { $x = nsecs; @a = $x / 0; }", "BEGIN { $x = nsecs; @a = $x % 0; }",
+                                  "BEGIN { $x = nsecs; $x /= 0; @a = $x; }", "BEGIN { $x = nsecs; @a = $x << 64; }",
+                                  "BEGIN { $x = nsecs; @a = $x >> 70; }"}) {
+    SCOPED_TRACE(text);
+    auto c = compile_text(text);
+    ASSERT_EQ(c.programs.size(), 1u);
+    EXPECT_EQ(load_all(c), "");
+  }
+}
+
+TEST(Codegen, VerifierAcceptsPrograms) {
+  for (const auto& text : kLoadPrograms) {
+    SCOPED_TRACE(text);
+    auto c = compile_text(text);
+    ASSERT_TRUE(c.typed.has_value());
+    ASSERT_EQ(c.programs.size(), c.module.functions.size());
+    EXPECT_EQ(load_all(c), "");
+  }
+}
+
+}  // namespace
+}  // namespace bpfscope::codegen

@@ -1,0 +1,234 @@
+// Structural tests of the IR lowering: helper calls, null checks, atomic
+// aggregation updates, predicates, ring-buffer records and lost-event counts.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "lang/lang.h"
+#include "sema/sema.h"
+
+namespace bpfscope::ir {
+namespace {
+
+constexpr int64_t kMapLookupElem = 1;   // BPF_FUNC_map_lookup_elem
+constexpr int64_t kMapUpdateElem = 2;   // BPF_FUNC_map_update_elem
+constexpr int64_t kRingbufOutput = 130; // BPF_FUNC_ringbuf_output
+
+struct Lowered {
+  std::unique_ptr<lang::Program> ast;
+  std::optional<sema::TypedProgram> typed;
+  Module module;
+  std::string text;  // ir::print of the whole module
+};
+
+Lowered lower_text(const std::string& text) {
+  Lowered out;
+  lang::Source src("stdin", text);
+  lang::Diagnostics diags;
+  auto parsed = lang::parse(src, diags);
+  EXPECT_TRUE(parsed.has_value()) << diags.render(src);
+  if (!parsed) return out;
+  out.ast = std::make_unique<lang::Program>(std::move(*parsed));
+  out.typed = sema::analyse(*out.ast, sema::Options{}, diags);
+  EXPECT_TRUE(out.typed.has_value()) << diags.render(src);
+  if (!out.typed) return out;
+  out.module = lower(*out.typed, LowerOptions{});
+  out.text = print(out.module);
+  return out;
+}
+
+bool is_null_check(const Inst& i, const std::set<VregId>& aliases) {
+  return i.op == Opcode::Branch && (i.cond == Cond::Eq || i.cond == Cond::Ne) && i.b == kNoVreg && i.imm == 0 &&
+         aliases.count(i.a);
+}
+
+// Every map_lookup_elem result is tested against 0 before the block ends,
+// and is not dereferenced before that test.
+void check_lookups_null_checked(const Function& f) {
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    const auto& insts = f.blocks[b].insts;
+    for (size_t k = 0; k < insts.size(); ++k) {
+      if (insts[k].op != Opcode::Call || insts[k].imm != kMapLookupElem) continue;
+      std::set<VregId> aliases{insts[k].dst};
+      bool checked = false;
+      for (size_t j = k + 1; j < insts.size(); ++j) {
+        const Inst& i = insts[j];
+        if (is_null_check(i, aliases)) {
+          checked = true;
+          break;
+        }
+        if (i.op == Opcode::Mov && aliases.count(i.a)) aliases.insert(i.dst);
+        bool deref = (i.op == Opcode::Load || i.op == Opcode::Store || i.op == Opcode::StoreImm ||
+                      i.op == Opcode::AtomicAdd) && aliases.count(i.a);
+        EXPECT_FALSE(deref) << f.name << " bb" << b << ": lookup result used before its null check: "
+                            << print_inst(i);
+      }
+      EXPECT_TRUE(checked) << f.name << " bb" << b << ": " << print_inst(insts[k]) << " has no null check";
+    }
+  }
+}
+
+int count_calls(const Function& f, int64_t helper) {
+  int n = 0;
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts) n += i.op == Opcode::Call && i.imm == helper;
+  return n;
+}
+
+int count_ops(const Function& f, Opcode op) {
+  int n = 0;
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts) n += i.op == op;
+  return n;
+}
+
+// Blocks consisting of a lone `return 0`.
+std::set<BlockId> return0_blocks(const Function& f) {
+  std::set<BlockId> out;
+  for (BlockId b = 0; b < f.blocks.size(); ++b)
+    if (f.blocks[b].insts.size() == 1 && f.blocks[b].insts[0].op == Opcode::Ret && f.blocks[b].insts[0].imm == 0)
+      out.insert(b);
+  return out;
+}
+
+// Whether the function takes the address of map `map`.
+bool uses_map(const Function& f, uint32_t map) {
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts)
+      if (i.op == Opcode::MapFd && i.imm == map) return true;
+  return false;
+}
+
+const std::vector<std::string> kPrograms = {
+    "BEGIN { @x = 1; }",
+    "BEGIN { @c = count(); }",
+    "BEGIN { @c[comm, pid] = count(); @s[pid] = sum(3); @m = min(4); @n = max(5); @a = avg(6); @t = stats(7); }",
+    "BEGIN { @h = hist(100); @l = lhist(7, 0, 100, 10); }",
+    "BEGIN { printf(\"%d %s\\n\", 1, \"two\"); }",
+    "BEGIN { $x = 1; if ($x > 0) { @a = 1; } else if ($x < 0) { @a = 2; } else { @a = 3; } }",
+    "BEGIN { $s = \"a\"; @t = $s == \"b\" ? \"yes\" : \"no\"; }",
+    "BEGIN { @x[1, \"a\"] = (2, \"b\"); delete(@x[1, \"a\"]); clear(@x); }",
+    "BEGIN { @x = 1; @x++; @x += 2; $y = 0; $y++; print(@x); exit(); }",
+    "END { @e = 1; }",
+    "interval:ms:100 { @i = count(); }",
+    "tracepoint:syscalls:sys_enter_openat /pid > 1/ { @c[comm] = count(); printf(\"%s %d\\n\", str(args.filename), args.dfd); }",
+    "tracepoint:syscalls:sys_enter_getp*id { @[probe] = count(); }",
+};
+
+TEST(Ir, VerifiesAndNullChecksEveryLookup) {
+  for (const auto& text : kPrograms) {
+    SCOPED_TRACE(text);
+    auto l = lower_text(text);
+    ASSERT_TRUE(l.typed.has_value());
+    ASSERT_FALSE(l.module.functions.empty());
+    EXPECT_EQ(l.module.functions.size(), l.module.unit_of.size());
+    EXPECT_EQ(l.module.functions.size(), l.module.target_of.size());
+    for (const auto& f : l.module.functions) {
+      EXPECT_EQ(verify(f), "") << print(f);
+      check_lookups_null_checked(f);
+      // Blocks end in exactly one terminator.
+      for (const auto& b : f.blocks) {
+        ASSERT_FALSE(b.insts.empty());
+        for (size_t k = 0; k + 1 < b.insts.size(); ++k) {
+          auto op = b.insts[k].op;
+          EXPECT_TRUE(op != Opcode::Jump && op != Opcode::Branch && op != Opcode::Ret) << print(f);
+        }
+      }
+    }
+    // The text form shows the null checks too.
+    if (l.text.find("call 1(") != std::string::npos) {
+      EXPECT_NE(l.text.find("== 0 goto"), std::string::npos);
+    }
+  }
+}
+
+TEST(Ir, OneFunctionPerTargetWhenProbeIsUsed) {
+  auto l = lower_text("tracepoint:syscalls:sys_enter_getp*id { @[probe] = count(); }");
+  ASSERT_TRUE(l.typed.has_value());
+  EXPECT_EQ(l.module.functions.size(), 3u);
+  auto l2 = lower_text("tracepoint:syscalls:sys_enter_getp*id { @ = count(); }");
+  ASSERT_TRUE(l2.typed.has_value());
+  ASSERT_EQ(l2.module.functions.size(), 1u);
+  EXPECT_EQ(l2.module.target_of[0], -1);
+}
+
+TEST(Ir, CountIsAnAtomicAdd) {
+  auto l = lower_text("BEGIN { @c = count(); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  EXPECT_GE(count_ops(f, Opcode::AtomicAdd), 1);
+  EXPECT_NE(l.text.find("lock *(u64 *)"), std::string::npos) << l.text;
+  EXPECT_NE(l.text.find("+="), std::string::npos) << l.text;
+  // A missing entry is inserted from the zero map, then looked up again.
+  EXPECT_GE(count_calls(f, kMapUpdateElem), 1);
+  EXPECT_TRUE(uses_map(f, l.module.support.zero));
+  EXPECT_TRUE(uses_map(f, 0));
+}
+
+TEST(Ir, PredicateBranchesToReturn0) {
+  auto l = lower_text("tracepoint:syscalls:sys_enter_openat /pid == 12345/ { @c = count(); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  auto rets = return0_blocks(f);
+  ASSERT_FALSE(rets.empty()) << l.text;
+  // The predicate compares the pid (bpf_get_current_pid_tgid >> 32) with 12345
+  // and one of its successors is a lone `return 0`.
+  bool found = false;
+  for (const auto& b : f.blocks) {
+    const Inst& t = b.insts.back();
+    if (t.op == Opcode::Branch && t.b == kNoVreg && t.imm == 12345 && (rets.count(t.t) || rets.count(t.f)))
+      found = true;
+  }
+  EXPECT_TRUE(found) << l.text;
+  EXPECT_EQ(count_calls(f, 14), 1) << l.text;  // BPF_FUNC_get_current_pid_tgid
+}
+
+TEST(Ir, PrintfWritesRingbufAndCountsLostEvents) {
+  auto l = lower_text("BEGIN { printf(\"%d %s\\n\", 1, \"two\"); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  EXPECT_EQ(count_calls(f, kRingbufOutput), 1);
+  EXPECT_NE(l.text.find("call 130("), std::string::npos) << l.text;
+  EXPECT_TRUE(uses_map(f, l.module.support.ringbuf));
+  EXPECT_TRUE(uses_map(f, l.module.support.lost));
+  // The ringbuf_output result decides whether the lost counter is bumped.
+  bool checked = false;
+  for (const auto& b : f.blocks)
+    for (size_t k = 0; k < b.insts.size(); ++k)
+      if (b.insts[k].op == Opcode::Call && b.insts[k].imm == kRingbufOutput) {
+        const Inst& t = b.insts.back();
+        checked = t.op == Opcode::Branch && t.a == b.insts[k].dst && t.b == kNoVreg && t.imm == 0;
+      }
+  EXPECT_TRUE(checked) << l.text;
+  EXPECT_GE(count_ops(f, Opcode::AtomicAdd), 1);
+  // Support maps come after the script's maps and are distinct.
+  const auto& s = l.module.support;
+  std::set<uint32_t> ids{s.ringbuf, s.scratch, s.zero, s.lost};
+  EXPECT_EQ(ids.size(), 4u);
+  EXPECT_GE(*ids.begin(), l.typed->maps.size());
+  // The record fits in the scratch value.
+  EXPECT_LE(l.typed->actions.at(0).record_size, l.module.scratch_size);
+}
+
+TEST(Ir, MapFdsAreInRange) {
+  for (const auto& text : kPrograms) {
+    SCOPED_TRACE(text);
+    auto l = lower_text(text);
+    ASSERT_TRUE(l.typed.has_value());
+    uint32_t n = l.typed->maps.size() + 4;
+    for (const auto& f : l.module.functions)
+      for (const auto& b : f.blocks)
+        for (const auto& i : b.insts)
+          if (i.op == Opcode::MapFd) {
+            EXPECT_LT(static_cast<uint64_t>(i.imm), n) << print_inst(i);
+          }
+  }
+}
+
+}  // namespace
+}  // namespace bpfscope::ir

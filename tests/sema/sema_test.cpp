@@ -1,0 +1,216 @@
+// Table-driven tests of semantic analysis: types, map layouts, probe
+// expansion and error messages.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lang/lang.h"
+#include "sema/sema.h"
+
+namespace bpfscope::sema {
+namespace {
+
+struct Analysed {
+  std::unique_ptr<lang::Program> ast;  // stable address: TypedProgram::ast points here
+  std::optional<TypedProgram> typed;
+  std::string diags;  // rendered diagnostics (errors and warnings)
+};
+
+Analysed analyse_text(const std::string& text) {
+  Analysed out;
+  lang::Source src("stdin", text);
+  lang::Diagnostics diags;
+  auto parsed = lang::parse(src, diags);
+  if (!parsed) {
+    out.diags = diags.render(src);
+    return out;
+  }
+  out.ast = std::make_unique<lang::Program>(std::move(*parsed));
+  Options options;
+  out.typed = analyse(*out.ast, options, diags);
+  out.diags = diags.render(src);
+  return out;
+}
+
+const char* agg_name(output::AggKind k) {
+  static const char* names[] = {"plain", "count", "sum", "min", "max", "avg", "stats", "hist", "lhist"};
+  return names[static_cast<int>(k)];
+}
+
+// "@x[key]=value/agg" per map, ';'-separated, in map order.
+std::string describe_maps(const TypedProgram& p) {
+  std::string s;
+  for (const auto& m : p.maps) {
+    if (!s.empty()) s += ";";
+    s += m.name + "[" + (m.keyed ? m.key.name() : "") + "]=" + m.value.name() + "/" + agg_name(m.agg);
+  }
+  return s;
+}
+
+std::string describe_units(const TypedProgram& p) {
+  std::string s = std::to_string(p.units.size()) + ":";
+  for (size_t i = 0; i < p.units.size(); ++i) s += (i ? "," : "") + std::to_string(p.units[i].targets.size());
+  return s;
+}
+
+// The type name of the first expression whose source text is `text`.
+std::string type_of_text(const TypedProgram& p, const std::string& text) {
+  for (lang::ExprId e = 0; e < p.ast->exprs.size(); ++e)
+    if (p.ast->source.slice(p.ast->expr(e).loc) == text) return p.type_of(e).name();
+  return "<no expression '" + text + "'>";
+}
+
+struct OkCase {
+  std::string text;
+  std::string maps;   // describe_maps, exact
+  std::string units;  // describe_units ("N:t1,t2"); empty: not checked
+  std::vector<std::pair<std::string, std::string>> exprs = {};  // source text -> Type::name()
+};
+
+void check_ok(const std::vector<OkCase>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto a = analyse_text(c.text);
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    EXPECT_EQ(describe_maps(*a.typed), c.maps);
+    if (!c.units.empty()) {
+      EXPECT_EQ(describe_units(*a.typed), c.units);
+    }
+    for (const auto& [text, type] : c.exprs) EXPECT_EQ(type_of_text(*a.typed, text), type) << text;
+  }
+}
+
+struct ErrCase {
+  std::string text;
+  std::string error;  // substring of the rendered diagnostics
+};
+
+void check_err(const std::vector<ErrCase>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto a = analyse_text(c.text);
+    EXPECT_FALSE(a.typed.has_value());
+    EXPECT_NE(a.diags.find(c.error), std::string::npos) << "diagnostics:\n" << a.diags;
+  }
+}
+
+TEST(Sema, MapTypes) {
+  check_ok({
+      {"BEGIN { @x = 1; }", "@x[]=int64/plain", "1:1"},
+      {"BEGIN { @x = \"hi\"; }", "@x[]=string[3]/plain"},
+      {"BEGIN { @x[1] = 2; }", "@x[int64]=int64/plain"},
+      {"BEGIN { @x[\"a\", 2] = comm; }", "@x[(string[2], int64)]=string[16]/plain"},
+      {"BEGIN { @x[pid] = nsecs; }", "@x[uint64]=uint64/plain"},
+      {"BEGIN { @a = 1; @b[2] = \"s\"; }", "@a[]=int64/plain;@b[int64]=string[2]/plain"},
+      {"BEGIN { @x = \"ab\"; @x = \"abcdef\"; }", "@x[]=string[7]/plain"},
+      {"BEGIN { @x = (1, \"a\"); }", "@x[]=(int64, string[2])/plain"},
+  });
+}
+
+TEST(Sema, Aggregations) {
+  check_ok({
+      {"BEGIN { @c = count(); }", "@c[]=uint64/count"},
+      {"BEGIN { @c[comm] = count(); }", "@c[string[16]]=uint64/count"},
+      {"BEGIN { @s = sum(5); }", "@s[]=int64/sum"},
+      {"BEGIN { @m = min(pid); @n = max(pid); }", "@m[]=uint64/min;@n[]=uint64/max"},
+      {"BEGIN { @a = avg(1); @t = stats(2); }", "@a[]=int64/avg;@t[]=int64/stats"},
+      {"BEGIN { @h = hist(3); }", "@h[]=int64/hist"},
+      {"BEGIN { @l = lhist(7, 0, 10, 5); }", "@l[]=int64/lhist"},
+      {"BEGIN { @l[pid, comm] = lhist(7, 0, 100, 10); }", "@l[(uint64, string[16])]=int64/lhist"},
+  });
+}
+
+TEST(Sema, ExprTypes) {
+  check_ok({
+      {"BEGIN { $x = 1; @y = $x + 2; }", "@y[]=int64/plain", "1:1", {{"$x + 2", "int64"}}},
+      {"BEGIN { @y = 1 < 2; }", "@y[]=bool/plain", "", {{"1 < 2", "bool"}}},
+      {"BEGIN { @y = comm; }", "@y[]=string[16]/plain", "", {{"comm", "string[16]"}}},
+      {"BEGIN { @y = pid; }", "@y[]=uint64/plain", "", {{"pid", "uint32"}}},
+      {"BEGIN { @y = (1, \"ab\").1; }", "@y[]=string[3]/plain", "", {{"(1, \"ab\")", "(int64, string[3])"}}},
+      {"BEGIN { @y = 1 ? \"a\" : \"bcd\"; }", "@y[]=string[4]/plain", "", {{"1 ? \"a\" : \"bcd\"", "string[4]"}}},
+      {"BEGIN { @y = (uint8)300; }", "@y[]=uint64/plain", "", {{"(uint8)300", "uint8"}, {"300", "int64"}}},
+      {"tracepoint:syscalls:sys_enter_openat { @f[args.dfd] = args.flags; }", "@f[int64]=int64/plain", "1:1",
+       {{"args.dfd", "int32"}}},
+      {"tracepoint:syscalls:sys_enter_openat { @s = str(args.filename); }", "@s[]=string[1024]/plain", "1:1",
+       {{"args.filename", "uint64 *"}}},
+  });
+}
+
+TEST(Sema, ProbeExpansion) {
+  check_ok({
+      {"BEGIN { } END { }", "", "2:1,1"},
+      // getp*id matches getpgid, getpid and getppid.
+      {"tracepoint:syscalls:sys_enter_getp*id { @c = count(); }", "@c[]=uint64/count", "1:3"},
+      {"tracepoint:syscalls:sys_enter_getp?id { @c = count(); }", "@c[]=uint64/count", "1:2"},
+      {"tracepoint:syscalls:sys_enter_getpid, tracepoint:syscalls:sys_enter_getppid { @c = count(); }",
+       "@c[]=uint64/count", "1:2"},
+      {"tracepoint:syscalls:sys_enter_getp*id { @c[probe] = count(); }", "@c[string[38]]=uint64/count", "3:1,1,1"},  // probe: one unit per target,
+      {"interval:s:1 { exit(); }", "", "1:1"},
+  });
+}
+
+TEST(Sema, Errors) {
+  check_err({
+      {"BEGIN { @x = foo(1); }", "Unknown function: foo"},
+      {"BEGIN { printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
+      {"BEGIN { @x = 1; @x = \"s\"; }", "Type mismatch for @x"},
+      {"BEGIN { @x[1] = 1; @x[\"a\"] = 1; }", "Argument mismatch for @x"},
+      {"BEGIN { $x = 1; $x = \"s\"; }", "Type mismatch for $x"},
+      {"BEGIN { printf(\"%d %d\\n\", 1); }", "printf: Not enough arguments for format string (1 supplied, 2 expected)"},
+      {"BEGIN { printf(\"%d\\n\", 1, 2); }", "printf: Too many arguments"},
+      {"BEGIN { printf(\"%d\\n\", \"str\"); }", "printf: %d specifier expects a value of type integer"},
+      {"tracepoint:syscalls:sys_enter_openat { @x = args.nosuchfield; }",
+       "Can't find field 'nosuchfield' in tracepoint syscalls:sys_enter_openat"},
+      {"tracepoint:syscalls:sys_enter_nosuchcall { }", "tracepoint not found: syscalls:sys_enter_nosuchcall"},
+      {"nosuchprobe:foo { }", "Invalid probe type: nosuchprobe"},
+      {"BEGIN { count(); }", "count() should be assigned to a map"},
+      {"BEGIN { hist(1); }", "hist() should be assigned to a map"},
+      {"BEGIN { @l = lhist(1, 10, 5, 1); }", "lhist: min must be less than max"},
+      {"BEGIN { @l = lhist(1, 0, 10, 0); }", "lhist: step must be between 1 and max - min"},
+      {"BEGIN { @l = lhist(1, 0, 10, 11); }", "lhist: step must be between 1 and max - min"},
+      {"BEGIN { @l = lhist(1, 0, 100000, 1); }", "lhist: too many buckets"},
+      {"BEGIN { $m = 0; @l = lhist(1, $m, 10, 1); }", "lhist: min, max and step must be non-negative integer literals"},
+      {"BEGIN { @l = lhist(1, 0, 10); }", "lhist() takes 4 arguments"},
+      {"BEGIN { @l = lhist(1, 0, 10, 1); @l = lhist(2, 0, 20, 1); }", "the same map must use the same lhist() parameters"},
+      {"BEGIN { @h = hist(1, 9); }", "hist: bits must be a constant between 0 and 5"},
+      {"BEGIN { if (1) { $x = 1; } printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
+      {"BEGIN { { $y = 1; } @z = $y; }", "Undefined or undeclared variable: $y"},
+      {"BEGIN { @x = args.foo; }", "The args builtin can only be used with tracepoint probes"},
+      {"BEGIN { @x = 1 == \"a\"; }", "Type mismatch for '=='"},
+      {"BEGIN { @x = 1 ? 2 : \"a\"; }", "Ternary operator must return the same type"},
+      {"BEGIN { @x = (1, 2).5; }", "Invalid tuple index"},
+      {"BEGIN { @x = @nosuch; }", "Undefined map: @nosuch"},
+      {"BEGIN { @c = count(); @x = @c; }", "reading a count() map in a probe is not supported yet"},
+      {"BEGIN { exit(\"a\"); }", "exit() expects an integer exit code"},
+      {"BEGIN { @x = (foo)1; }", "Cannot resolve unknown type \"foo\""},
+      {"BEGIN { $x = 1; let $x = 2; }", "Variable shadowing is not allowed: $x"},
+      {"BEGIN { @x[1] = 1; @x = 2; }", "@x used as a map without an explicit key (scalar map)"},
+      {"BEGIN { @x = 1; @x[1] = 2; }", "@x used as a map with an explicit key (non-scalar map)"},
+      {"BEGIN { @c = count(); @c = sum(1); }", "Type mismatch for @c"},
+      {"BEGIN { @x = 1 } BEGIN { @x = \"a\" }", "Type mismatch for @x"},
+      {"BEGIN { printf(1); }", "printf: the first argument must be a string literal"},
+      {"BEGIN { @x = \"a\" + 1; }", "The + operator can not be used on expressions of types string[2], int64"},
+      {"BEGIN { exit(1, 2); }", "exit() requires 0 to 1 argument (2 provided)"},
+      {"tracepoint:syscalls { }", "tracepoint probe must have 2 arguments"},
+      {"BEGIN { $x++; }", "Undefined or undeclared variable: $x"},
+      {"BEGIN { print(@nope); }", "Undefined map: @nope"},
+      {"BEGIN { @l = lhist(1, -1, 10, 1); }", "lhist: min, max and step must be non-negative integer literals"},
+  });
+}
+
+// Block scoping that is valid: sibling blocks may reuse a name; an outer
+// variable is visible inside nested blocks.
+TEST(Sema, BlockScoping) {
+  check_ok({
+      {"BEGIN { if (1) { $x = 1; @a = $x; } else { $x = \"s\"; @b = $x; } }", "@a[]=int64/plain;@b[]=string[2]/plain"},
+      {"BEGIN { $x = 1; if (1) { if (1) { @a = $x; } } }", "@a[]=int64/plain"},
+      {"BEGIN { $x = 1; if (1) { $x = 2; } @a = $x; }", "@a[]=int64/plain"},
+  });
+}
+
+}  // namespace
+}  // namespace bpfscope::sema
