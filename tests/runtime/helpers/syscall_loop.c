@@ -1,6 +1,6 @@
 /* Makes an exact number of system calls, for runtime cases and benchmarks.
  * usage: syscall_loop OP N [OP N]...
- *   OP: getppid, getpid, openat (of /dev/null), sleep (N milliseconds) */
+ *   OP: getppid, getpid, getpgid, openat (of /dev/null), sleep (N milliseconds) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 3 || argc % 2 == 0) {
-    fprintf(stderr, "usage: %s OP N [OP N]... (OP: getppid getpid openat sleep)\n", argv[0]);
+    fprintf(stderr, "usage: %s OP N [OP N]... (OP: getppid getpid getpgid openat sleep)\n", argv[0]);
     return 2;
   }
   for (int a = 1; a + 1 < argc; a += 2) {
@@ -28,6 +28,8 @@ int main(int argc, char **argv) {
         syscall(SYS_getppid);
       } else if (strcmp(op, "getpid") == 0) {
         syscall(SYS_getpid);
+      } else if (strcmp(op, "getpgid") == 0) {
+        syscall(SYS_getpgid, 0);
       } else if (strcmp(op, "openat") == 0) {
         int fd = openat(AT_FDCWD, "/dev/null", O_RDONLY);
         if (fd >= 0) close(fd);
