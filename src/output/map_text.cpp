@@ -41,21 +41,7 @@ bool is_integer(const Value& v) {
   return v.kind == Value::Kind::Int || v.kind == Value::Kind::UInt;
 }
 
-// The integer as int64 / uint64 bits, whatever its kind.
-int64_t as_i64(const Value& v) {
-  switch (v.kind) {
-    case Value::Kind::Int:
-    case Value::Kind::Bool:
-      return v.i;
-    case Value::Kind::UInt:
-      return static_cast<int64_t>(v.u);
-    case Value::Kind::None:
-    case Value::Kind::String:
-    case Value::Kind::Tuple:
-      return 0;
-  }
-  return 0;
-}
+int64_t as_i64(const Value& v) { return v.as_i64(); }
 uint64_t as_u64(const Value& v) { return static_cast<uint64_t>(as_i64(v)); }
 
 // avg()/stats() average: total / count truncated toward zero, 0 when empty.

@@ -22,6 +22,12 @@ struct Value {
   std::string s;   // String
   std::vector<Value> elems;  // Tuple
 
+  // The integer as int64 bits, whatever its kind (0 for strings, tuples, none).
+  int64_t as_i64() const {
+    if (kind == Kind::UInt) return static_cast<int64_t>(u);
+    return kind == Kind::Int || kind == Kind::Bool ? i : 0;
+  }
+
   static Value of_int(int64_t v) { Value x; x.kind = Kind::Int; x.i = v; return x; }
   static Value of_uint(uint64_t v) { Value x; x.kind = Kind::UInt; x.u = v; return x; }
   static Value of_bool(bool v) { Value x; x.kind = Kind::Bool; x.i = v; return x; }

@@ -117,21 +117,7 @@ std::string c_prefix(const Conversion& c, bool with_precision) {
   return spec;
 }
 
-int64_t integer_of(const Value& v) {
-  switch (v.kind) {
-    case Value::Kind::Int:
-    case Value::Kind::Bool:
-      return v.i;
-    case Value::Kind::UInt:
-      return static_cast<int64_t>(v.u);
-    case Value::Kind::None:
-    case Value::Kind::String:
-    case Value::Kind::Tuple:
-      // Sema rejects these for integer conversions; never crash on them.
-      return 0;
-  }
-  return 0;
-}
+int64_t integer_of(const Value& v) { return v.as_i64(); }
 
 bool wide_length(const std::string& length) {
   // glibc treats L on an integer conversion like ll.

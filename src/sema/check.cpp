@@ -284,13 +284,7 @@ class Checker {
     const Expr& call = ast_.expr(call_id);
     out_.function_of[call_id] = f;
     const auto& row = function_row(f);
-    if (call.args.size() < row.min_args || call.args.size() > row.max_args) {
-      error(call.loc, fmt::format("{}() takes {} argument{} ({} provided)", call.name,
-                                  row.min_args == row.max_args ? fmt::format("{}", row.min_args)
-                                                               : fmt::format("{} to {}", row.min_args, row.max_args),
-                                  row.max_args == 1 ? "" : "s", call.args.size()));
-      return;
-    }
+    if (!arg_count_ok(call, row)) return;
     Type arg = Type::integer(8, false);
     if (!call.args.empty()) {
       arg = expr(call.args[0]);
@@ -493,6 +487,18 @@ class Checker {
     return result.value_or(Type::none());
   }
 
+  bool arg_count_ok(const Expr& e, const FunctionRow& row) {
+    if (e.args.size() >= row.min_args && e.args.size() <= row.max_args) return true;
+    if (row.max_args == 0)
+      error(e.loc, fmt::format("{}() requires no arguments ({} provided)", e.name, e.args.size()));
+    else
+      error(e.loc, fmt::format("{}() requires {} argument{} ({} provided)", e.name,
+                               row.min_args == row.max_args ? fmt::format("{}", row.min_args)
+                                                            : fmt::format("{} to {}", row.min_args, row.max_args),
+                               row.max_args == 1 ? "" : "s", e.args.size()));
+    return false;
+  }
+
   Type call(ExprId id) {
     const Expr& e = ast_.expr(id);
     const FunctionRow* row = find_function(e.name);
@@ -501,17 +507,7 @@ class Checker {
       return Type::none();
     }
     out_.function_of[id] = row->id;
-    if (e.args.size() < row->min_args || e.args.size() > row->max_args) {
-      if (row->min_args == row->max_args && row->min_args == 0)
-        error(e.loc, fmt::format("{}() requires no arguments ({} provided)", e.name, e.args.size()));
-      else
-        error(e.loc, fmt::format("{}() requires {} argument{} ({} provided)", e.name,
-                                 row->min_args == row->max_args
-                                     ? fmt::format("{}", row->min_args)
-                                     : fmt::format("{} to {}", row->min_args, row->max_args),
-                                 row->max_args == 1 ? "" : "s", e.args.size()));
-      return Type::none();
-    }
+    if (!arg_count_ok(e, *row)) return Type::none();
     switch (row->id) {
       case Function::None: return Type::none();
       case Function::Printf: return printf_call(id);

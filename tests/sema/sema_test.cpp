@@ -174,7 +174,7 @@ TEST(Sema, Errors) {
       {"BEGIN { @l = lhist(1, 0, 10, 11); }", "lhist: step must be between 1 and max - min"},
       {"BEGIN { @l = lhist(1, 0, 100000, 1); }", "lhist: too many buckets"},
       {"BEGIN { $m = 0; @l = lhist(1, $m, 10, 1); }", "lhist: min, max and step must be non-negative integer literals"},
-      {"BEGIN { @l = lhist(1, 0, 10); }", "lhist() takes 4 arguments"},
+      {"BEGIN { @l = lhist(1, 0, 10); }", "lhist() requires 4 arguments"},
       {"BEGIN { @l = lhist(1, 0, 10, 1); @l = lhist(2, 0, 20, 1); }", "the same map must use the same lhist() parameters"},
       {"BEGIN { @h = hist(1, 9); }", "hist: bits must be a constant between 0 and 5"},
       {"BEGIN { if (1) { $x = 1; } printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
