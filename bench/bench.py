@@ -18,6 +18,7 @@ BPFSCOPE, BPFTRACE, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
 QUICK = "--quick" in sys.argv[4:]
 LOOP = os.path.join(TMP, "getppid_loop")
 PROGSTATS = os.path.join(TMP, "progstats")
+MAXRSS = os.path.join(TMP, "maxrss")
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 
@@ -55,16 +56,18 @@ def env_for(tool):
 
 # ---------------------------------------------------------------- startup
 def run_startup(tool, prog):
-    """Wall time (s) and peak RSS (KiB) of one whole run, via wait4."""
+    """Wall time (s) and peak RSS (KiB) of one whole run. The tool runs under
+    the small maxrss launcher: a child forked from python would count python's
+    pages in its ru_maxrss."""
+    rss_file = os.path.join(TMP, "maxrss.out")
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd(tool, prog), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
+    p = subprocess.run([MAXRSS, rss_file, *cmd(tool, prog)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         log(f"  warning: {tool} exited {p.returncode} on {prog!r}")
-    return wall, ru.ru_maxrss
+    with open(rss_file) as f:
+        return wall, int(f.read())
 
 
 # ------------------------------------------------------ tracer management

@@ -38,5 +38,6 @@ trap 'exit 130' INT TERM
 # The binary must be called getppid_loop: the printf benchmark filters on comm.
 cc -O2 -o "$tmp/getppid_loop" "$here/getppid_loop.c"
 cc -O2 -o "$tmp/progstats" "$here/progstats.c"
+cc -O2 -o "$tmp/maxrss" "$here/maxrss.c"
 
 python3 "$here/bench.py" "$BPFSCOPE" "$BPFTRACE" "$tmp" $quick

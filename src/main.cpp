@@ -51,6 +51,8 @@ OPTIONS:
 ENVIRONMENT:
     BPFTRACE_MAX_STRLEN   string capacity in bytes (default 1024)
     BPFTRACE_MAX_MAP_KEYS entries per keyed map (default 4096)
+    BPFTRACE_PERF_RB_PAGES ring buffer size in pages (default: 4096 pages when probes
+                          other than BEGIN/END print, else 64)
 
 EXAMPLES:
     bpfscope -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args.filename)); }'
@@ -184,6 +186,13 @@ int compile_and_run(Cli& cli) {
   }
   fflush(stdout);
   cli.run.debug_verifier = all || cli.debug.count("verifier");
+  // BPFTRACE_PERF_RB_PAGES: ring buffer pages (bpftrace's name; here the
+  // total, rounded up to a power of two).
+  if (uint32_t pages = env_u32("BPFTRACE_PERF_RB_PAGES", nullptr, 0); pages > 0) {
+    uint32_t bytes = 4096;
+    while (bytes / 4096 < pages && bytes < (1u << 30)) bytes <<= 1;
+    cli.run.ringbuf_bytes = bytes;
+  }
   return runtime::run(*typed, module, std::move(programs), cli.run, child);
 }
 

@@ -15,13 +15,19 @@
 
 namespace bpfscope::runtime {
 
+inline constexpr uint32_t kStreamingRingbuf = 16u << 20;  // holds 1M printf events from a getppid loop
+inline constexpr uint32_t kQuietRingbuf = 256u << 10;
+
 struct Options {
   std::string output_file;   // -o: script output goes there
   bool quiet = false;        // -q
   bool verbose = false;      // -v
   bool dry_run = false;      // --dry-run: load, do not attach or run
   bool debug_verifier = false;  // -d verifier: print the kernel's log
-  uint32_t ringbuf_bytes = 16u << 20;  // holds the printf target (DESIGN.md); mapped twice, so RSS is 2x
+  // Ring buffer bytes (a power of two, at least a page); 0 picks by program:
+  // kStreamingRingbuf when probes other than BEGIN/END print, else
+  // kQuietRingbuf. The kernel maps the data twice, so RSS grows by 2x.
+  uint32_t ringbuf_bytes = 0;
   int child_pid = -1;        // -c: the child, held until attach (see Child)
   int target_pid = -1;       // -p
 };

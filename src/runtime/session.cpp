@@ -196,7 +196,8 @@ class Session {
       uint32_t key, value, entries;
     };
     const Support support[] = {
-        {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, o_.ringbuf_bytes},
+        {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0,
+         o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf},
         {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m_.scratch_size, 1},
         {BPF_MAP_TYPE_ARRAY, "zero", 4, m_.zero_size, 1},
         {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1},

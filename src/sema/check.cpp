@@ -115,6 +115,7 @@ class Checker {
   // Checks one probe body against the kinds and targets of its attach points.
   void check_probe(uint32_t probe_index, const std::vector<ResolvedAttachPoint>& points) {
     points_ = &points;
+    probe_index_ = probe_index;
     target_specific_ = false;
     scopes_.clear();
     scopes_.emplace_back();
@@ -439,6 +440,7 @@ class Checker {
     Action a;
     a.kind = kind;
     a.loc = loc;
+    a.probe_index = probe_index_;
     uint32_t off = 8;
     for (const auto& t : args) {
       a.offsets.push_back(off);
@@ -980,6 +982,7 @@ class Checker {
   bool final_;
   const std::vector<ResolvedAttachPoint>* points_ = nullptr;
   bool target_specific_ = false;
+  uint32_t probe_index_ = 0;
   int loop_depth_ = 0;
   std::vector<std::map<std::string, int32_t>> scopes_;
 };
@@ -1075,6 +1078,14 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   compute_layouts(out);
+  for (const auto& a : out.actions) {
+    bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue ||
+                  a.kind == ActionKind::Time;
+    bool hot = std::any_of(resolved[a.probe_index].begin(), resolved[a.probe_index].end(), [](const auto& p) {
+      return p.kind != ProbeKind::Begin && p.kind != ProbeKind::End;
+    });
+    if (output && hot) out.streams_output = true;
+  }
 
   // Program units: one per target when the body depends on it, else one per kind.
   for (uint32_t i = 0; i < program.probes.size(); ++i) {

@@ -76,6 +76,7 @@ struct Action {
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
   uint32_t record_size = 8;         // id included
   int32_t map = -1;                 // Print, Clear, Zero: index into maps
+  uint32_t probe_index = 0;         // the AST probe that sends it
   lang::Loc loc;
 };
 
@@ -101,6 +102,10 @@ struct TypedProgram {
   std::vector<std::string> positional;  // $1..$N as given
   bool has_end = false;
   bool only_begin_end = true;  // auto-exit after BEGIN (0.24)
+  // Output actions (printf, print, time) sent from probes other than
+  // BEGIN/END: such programs get a large ring buffer (the printf target of
+  // DESIGN.md), the others a small one (RSS).
+  bool streams_output = false;
 
   const Type& type_of(lang::ExprId e) const { return expr_types[e]; }
 };

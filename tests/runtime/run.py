@@ -5,10 +5,12 @@ Case files (tests/runtime/cases/*.cases) hold blocks of directives, one per
 line; a NAME line starts a new case. See tests/runtime/README.md.
 """
 import argparse
+import difflib
 import glob
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +21,15 @@ import time
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 MULTI = {"EXPECT", "EXPECT_REGEX", "EXPECT_NONE", "STDERR", "STDERR_REGEX", "SETUP", "CLEANUP", "ENV", "AFTER"}
 SINGLE = {"NAME", "PROG", "RUN", "ARGS", "TAIL", "TIMEOUT", "EXIT", "SIGNAL", "REQUIRES", "EXPECT_FILE",
-          "STDIN", "OUTPUT_FILE", "WAIT"}
+          "STDIN", "OUTPUT_FILE", "WAIT", "DIFF_BPFTRACE"}
+
+# DIFF_BPFTRACE normalizations (see README.md). The defaults undo the known
+# 0.17 versus 0.24+ layout differences (REFERENCE.md section 9).
+DIFF_DEFAULT = ["attaching", "rstrip", "blank17"]
+DIFF_KNOWN = {"attaching", "rstrip", "blank17", "noblank", "sort"}
+BPFTRACE = "bpftrace"
+ATTACHING = re.compile(r"^Attaching \d+ probes?\.\.\.$")
+MAP_VALUE_LINE = re.compile(r"^@\w*(\[.*\])?: \S")
 
 
 def parse(path):
@@ -38,11 +48,62 @@ def parse(path):
                 continue
             if cur is None:
                 raise SystemExit(f"{path}:{lineno}: directive before NAME")
+            if key == "DIFF_BPFTRACE":
+                diff_norms(value, f"{path}:{lineno}")
             if key in MULTI:
                 cur.setdefault(key, []).append(value)
             else:
                 cur[key] = value
     return cases
+
+
+def diff_norms(value, where="DIFF_BPFTRACE"):
+    """The normalizations a DIFF_BPFTRACE value asks for: the defaults, plus
+    every listed name, minus every name listed as -name."""
+    norms = list(DIFF_DEFAULT)
+    for word in value.replace(",", " ").split():
+        name = word.lstrip("-+")
+        if name not in DIFF_KNOWN:
+            raise SystemExit(f"{where}: unknown DIFF_BPFTRACE normalization {name!r}"
+                             f" (known: {', '.join(sorted(DIFF_KNOWN))})")
+        if word.startswith("-"):
+            norms = [n for n in norms if n != name]
+        elif name not in norms:
+            norms.append(name)
+    return norms
+
+
+def normalize_pair(ours, theirs, norms):
+    """Normalizes bpfscope's stdout (ours) and bpftrace's (theirs)."""
+    if "attaching" in norms:
+        theirs = [l for l in theirs if not ATTACHING.match(l)]
+    if "rstrip" in norms:
+        ours = [l.rstrip() for l in ours]
+        theirs = [l.rstrip() for l in theirs]
+    if "noblank" in norms:
+        ours = [l for l in ours if l]
+        theirs = [l for l in theirs if l]
+    if "blank17" in norms:
+        # 0.17 prints an empty line after each avg/stats map and one for each
+        # empty map. Drop such a line from bpftrace's output when bpfscope's
+        # does not have it there: an empty line that follows a map entry line
+        # ("@m[k]: v") or another empty line.
+        kept, j = [], 0
+        for i, l in enumerate(theirs):
+            if j < len(ours) and ours[j] == l:
+                kept.append(l)
+                j += 1
+                continue
+            prev = theirs[i - 1] if i else None
+            if l == "" and prev is not None and (prev == "" or MAP_VALUE_LINE.match(prev)):
+                continue
+            # A real difference: keep the rest as is for the diff.
+            kept.extend(theirs[i:])
+            break
+        theirs = kept
+    if "sort" in norms:
+        ours, theirs = sorted(ours), sorted(theirs)
+    return ours, theirs
 
 
 def full_line_match(lines, text):
@@ -54,22 +115,29 @@ def regex_match(lines, pattern):
     return any(r.search(l) for l in lines)
 
 
-def run_case(case, bpfscope, workdir):
+def case_env(case):
     env = dict(os.environ)
     env[NOTIFY] = "1"
     for kv in case.get("ENV", []):
         k, _, v = kv.partition("=")
         env[k] = v
+    return env
+
+
+def prog_argv(case, binary):
+    return ([binary] + shlex.split(os.path.expandvars(case.get("ARGS", ""))) + ["-e", case["PROG"]]
+            + shlex.split(os.path.expandvars(case.get("TAIL", ""))))
+
+
+def execute(case, argv, shell, workdir, env, notify_on_stderr=False, settle=0.0):
+    """Runs SETUP, the command (with AFTER, WAIT, SIGNAL), CLEANUP.
+
+    Returns (stdout lines, stderr text, exit status, timed out). bpftrace
+    writes the attach notification to stderr (notify_on_stderr), and only
+    then runs BEGIN: settle is a pause after it, before AFTER and SIGNAL."""
     for cmd in case.get("SETUP", []):
         subprocess.run(cmd, shell=True, cwd=workdir, check=True, timeout=60, env=env)
     out_file = None
-    if "PROG" in case:
-        argv = ([bpfscope] + shlex.split(os.path.expandvars(case.get("ARGS", ""))) + ["-e", case["PROG"]]
-                + shlex.split(os.path.expandvars(case.get("TAIL", ""))))
-        shell = False
-    else:
-        argv = case["RUN"].replace("{bpfscope}", shlex.quote(bpfscope))
-        shell = True
     if "OUTPUT_FILE" in case:
         out_file = os.path.join(workdir, case["OUTPUT_FILE"])
     timeout = float(case.get("TIMEOUT", "10"))
@@ -92,7 +160,14 @@ def run_case(case, bpfscope, workdir):
         attached.set()
 
     def read_err():
-        stderr_chunks.append(proc.stderr.read())
+        if not notify_on_stderr:
+            stderr_chunks.append(proc.stderr.read())
+            return
+        for line in proc.stderr:
+            if line.rstrip("\n") == NOTIFY:
+                attached.set()
+                continue
+            stderr_chunks.append(line)
 
     threads = [threading.Thread(target=read_out), threading.Thread(target=read_err)]
     for t in threads:
@@ -110,6 +185,8 @@ def run_case(case, bpfscope, workdir):
             if proc.poll() is not None:
                 break
             attached.wait(0.02)
+        if settle:
+            time.sleep(settle)
         for cmd in case.get("AFTER", []):
             subprocess.run(cmd, shell=True, cwd=workdir, env=env, timeout=max(1, deadline - time.monotonic()))
         if "WAIT" in case:
@@ -130,13 +207,52 @@ def run_case(case, bpfscope, workdir):
             stdout_lines = [l for l in f.read().split("\n") if l != NOTIFY]
     for cmd in case.get("CLEANUP", []):
         subprocess.run(cmd, shell=True, cwd=workdir, env=env, timeout=60)
+    return stdout_lines, stderr, proc.returncode, timed_out
+
+
+def diff_bpftrace(case, ours):
+    """Runs the PROG under bpftrace and compares its normalized stdout with
+    bpfscope's. Returns (errors, notes)."""
+    if "PROG" not in case:
+        return ["DIFF_BPFTRACE needs a PROG case"], []
+    binary = shutil.which(BPFTRACE)
+    if not binary:
+        return [], [f"{BPFTRACE} is not installed: the diff against it was skipped"]
+    with tempfile.TemporaryDirectory(prefix="bpfscope-case-bpftrace-") as wd:
+        theirs, their_err, status, timed_out = execute(case, prog_argv(case, binary), False, wd, case_env(case),
+                                                     notify_on_stderr=True, settle=0.3)
+    # bpftrace's stderr is ignored (0.17 warns about RLIMIT_MEMLOCK here).
+    errors = []
+    if timed_out:
+        errors.append(f"bpftrace timed out after {case.get('TIMEOUT', '10')}s")
+    norms = diff_norms(case["DIFF_BPFTRACE"])
+    a, b = normalize_pair(ours, theirs, norms)
+    if a != b:
+        diff = difflib.unified_diff(b, a, "bpftrace", "bpfscope", lineterm="", n=2)
+        errors.append(f"stdout differs from bpftrace's (normalized: {' '.join(norms)}, bpftrace exit {status}):")
+        errors.extend("  " + l for l in diff)
+        errors.append("bpftrace's stderr:")
+        errors.extend("  " + l for l in their_err.rstrip("\n").split("\n")[:20])
+    return errors, []
+
+
+def run_case(case, bpfscope, workdir):
+    env = case_env(case)
+    if "PROG" in case:
+        argv = prog_argv(case, bpfscope)
+        shell = False
+    else:
+        argv = case["RUN"].replace("{bpfscope}", shlex.quote(bpfscope))
+        shell = True
+    timeout = float(case.get("TIMEOUT", "10"))
+    stdout_lines, stderr, returncode, timed_out = execute(case, argv, shell, workdir, env)
 
     errors = []
     if timed_out:
         errors.append(f"timed out after {timeout}s")
     want_exit = int(case.get("EXIT", "0"))
-    if not timed_out and proc.returncode != want_exit:
-        errors.append(f"exit status {proc.returncode}, expected {want_exit}")
+    if not timed_out and returncode != want_exit:
+        errors.append(f"exit status {returncode}, expected {want_exit}")
     pos = 0
     for e in case.get("EXPECT", []):
         # EXPECT lines must appear in this order.
@@ -165,9 +281,14 @@ def run_case(case, bpfscope, workdir):
             errors.append("stdout differs from " + case["EXPECT_FILE"])
     checks = sum(len(case.get(k, [])) for k in ("EXPECT", "EXPECT_REGEX", "EXPECT_NONE", "STDERR", "STDERR_REGEX"))
     checks += "EXPECT_FILE" in case
+    checks += "DIFF_BPFTRACE" in case
     if checks == 0:
         errors.append("the case checks no output: add an EXPECT")
-    return errors, stdout_lines, stderr
+    notes = []
+    if "DIFF_BPFTRACE" in case:
+        diff_errors, notes = diff_bpftrace(case, stdout_lines)
+        errors += diff_errors
+    return errors, stdout_lines, stderr, notes
 
 
 CASES_DIR = ""
@@ -199,9 +320,9 @@ def main():
             with tempfile.TemporaryDirectory(prefix="bpfscope-case-") as wd:
                 start = time.monotonic()
                 try:
-                    errors, out, err = run_case(case, bpfscope, wd)
+                    errors, out, err, notes = run_case(case, bpfscope, wd)
                 except Exception as e:  # a broken SETUP, a bad regex
-                    errors, out, err = [f"runner error: {e}"], [], ""
+                    errors, out, err, notes = [f"runner error: {e}"], [], "", []
                 took = time.monotonic() - start
             if errors:
                 failed += 1
@@ -217,6 +338,8 @@ def main():
             else:
                 passed += 1
                 print(f"ok   {name} ({took:.2f}s)")
+            for n in notes:
+                print(f"    note: {n}")
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed or passed == 0 else 0
 
