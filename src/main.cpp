@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -167,6 +168,7 @@ int compile_and_run(Cli& cli) {
 
   ir::LowerOptions lopts;
   lopts.start_boot_ns = start;
+  lopts.possible_cpus = static_cast<uint32_t>(std::max(1, bpf::possible_cpus()));
   if (child) lopts.filter_pid = child->pid;
   else if (cli.run.target_pid > 0) lopts.filter_pid = cli.run.target_pid;
   ir::Module module = ir::lower(*typed, lopts);

@@ -88,6 +88,7 @@ struct Module {
 struct LowerOptions {
   uint64_t start_boot_ns = 0;  // `elapsed` is measured from this boot-clock time
   int filter_pid = -1;         // -p/-c: probes other than BEGIN/END only fire for this process
+  uint32_t possible_cpus = 1;  // per-CPU aggregations read in a probe are combined over these
 };
 
 // Lowers every program unit. Never fails for a program sema accepted.

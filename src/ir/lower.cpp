@@ -765,6 +765,7 @@ class Lowerer {
 
   Val map_read_key(ExprId id, VregId key) {
     const auto& m = map_info(id);
+    if (m.agg != output::AggKind::Plain) return aggregate_read(id, key);
     VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key});
     BlockId found = b_.new_block(), missing = b_.new_block(), join = b_.new_block();
     if (m.value.is_int()) {
@@ -791,6 +792,76 @@ class Lowerer {
     b_.jump(join);
     b_.set_block(join);
     return Val{.reg = dst, .type = m.value};
+  }
+
+  // The value of a per-CPU aggregation as bpftrace reads it in a probe:
+  // count and sum add up the CPUs, min and max combine the CPUs that saw a
+  // value, avg divides the totals. bpf_map_lookup_percpu_elem (kernel 6.0)
+  // reads each CPU's copy; the loop over CPUs is unrolled.
+  Val aggregate_read(ExprId id, VregId key) {
+    const auto& m = map_info(id);
+    const Type t = p_.type_of(id);
+    VregId acc = b_.imm(0), count = b_.imm(0), seen = b_.imm(0);
+    bool s = m.value.is_signed;
+    for (uint32_t cpu = 0; cpu < opts_.possible_cpus; ++cpu) {
+      VregId ptr = b_.call(BPF_FUNC_map_lookup_percpu_elem, {b_.map_fd(p_.map_of[id]), key, b_.imm(cpu)});
+      BlockId have = b_.new_block(), next = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, ptr, 0, next, have);
+      b_.set_block(have);
+      VregId v = b_.load(8, ptr, 0);
+      switch (m.agg) {
+        case output::AggKind::Count:
+        case output::AggKind::Sum: b_.mov_to(acc, b_.alu(AluOp::Add, acc, v)); break;
+        case output::AggKind::Avg:
+          b_.mov_to(count, b_.alu(AluOp::Add, count, v));
+          b_.mov_to(acc, b_.alu(AluOp::Add, acc, b_.load(8, ptr, 8)));
+          break;
+        case output::AggKind::Min:
+        case output::AggKind::Max: {
+          // {value, set}: skip CPUs that saw no value.
+          VregId set = b_.load(8, ptr, 8);
+          BlockId check = b_.new_block(), take = b_.new_block(), first = b_.new_block();
+          b_.branch_imm(ir::Cond::Eq, set, 0, next, first);
+          b_.set_block(first);
+          b_.branch_imm(ir::Cond::Eq, seen, 0, take, check);
+          b_.set_block(check);
+          ir::Cond better = m.agg == output::AggKind::Min ? (s ? ir::Cond::SLt : ir::Cond::Lt)
+                                                          : (s ? ir::Cond::SGt : ir::Cond::Gt);
+          b_.branch(better, v, acc, take, next);
+          b_.set_block(take);
+          b_.mov_to(acc, v);
+          b_.imm_to(seen, 1);
+          break;
+        }
+        case output::AggKind::Plain:
+        case output::AggKind::Stats:
+        case output::AggKind::Hist:
+        case output::AggKind::LHist: std::unreachable();  // rejected by sema
+      }
+      b_.jump(next);
+      b_.set_block(next);
+    }
+    if (m.agg == output::AggKind::Avg) {
+      // total / count, truncated toward zero like bpftrace's user-space average.
+      BlockId nonzero = b_.new_block(), join = b_.new_block();
+      VregId out = b_.imm(0);
+      b_.branch_imm(ir::Cond::Eq, count, 0, join, nonzero);
+      b_.set_block(nonzero);
+      if (s) {
+        BlockId neg = b_.new_block(), pos = b_.new_block();
+        b_.branch_imm(ir::Cond::SLt, acc, 0, neg, pos);
+        b_.set_block(neg);
+        VregId q = b_.alu(AluOp::Div, b_.alu_imm(AluOp::Neg, acc, 0), count);
+        b_.mov_to(out, b_.alu_imm(AluOp::Neg, q, 0));
+        b_.jump(join);
+        b_.set_block(pos);
+      }
+      b_.mov_to(out, b_.alu(AluOp::Div, acc, count));
+      b_.jump(join);
+      b_.set_block(join);
+      return int_val(out, t);
+    }
+    return int_val(acc, t);
   }
 
   void map_write(ExprId id, const Val& v) { map_write_key(id, map_key(id), v); }

@@ -16,13 +16,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <regex>
 
 #include "bpf/bpf.h"
 #include "bpf/libbpf_bpf.h"
 #include "lang/diagnostics.h"
 #include "runtime/maps.h"
 #include "runtime/runtime.h"
+#include "runtime/verifier_log.h"
 
 namespace bpfscope::runtime {
 namespace {
@@ -239,23 +239,9 @@ class Session {
   // reported is looked up in the program's location table.
   int verifier_error(const codegen::Program& prog, const bpf::LoadError& e) {
     if (o_.debug_verifier) fmt::print(stderr, "{}", e.log);
-    std::string message = e.log.empty() ? strerror(e.err) : "";
-    int insn = -1;
-    static const std::regex insn_re(R"(^(\d+): \()");
-    size_t start = 0;
-    std::string last_line;
-    while (start < e.log.size()) {
-      size_t end = e.log.find('\n', start);
-      if (end == std::string::npos) end = e.log.size();
-      std::string line = e.log.substr(start, end - start);
-      std::smatch m;
-      if (std::regex_search(line, m, insn_re)) insn = std::stoi(m[1]);
-      if (!line.empty() && line.find("processed ") != 0 && line.find("verification time") != 0 &&
-          line.rfind("stack depth", 0) != 0)
-        last_line = line;
-      start = end + 1;
-    }
-    if (message.empty()) message = last_line;
+    VerifierFailure f = parse_verifier_log(e.log);
+    std::string message = e.log.empty() ? strerror(e.err) : f.message;
+    int insn = f.insn;
     lang::Diagnostics d;
     std::string text = fmt::format("the kernel's verifier rejected the program for {}: {}", prog.name, message);
     if (insn >= 0 && static_cast<size_t>(insn) < prog.locs.size() && prog.locs[insn].end > 0)

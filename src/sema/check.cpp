@@ -840,9 +840,19 @@ class Checker {
           error(e.loc, fmt::format("Undefined map: {}", e.name));
           return set(id, Type::integer(8, true));
         }
-        if (m->agg != output::AggKind::Plain) {
-          error(e.loc, fmt::format("reading a {}() map in a probe is not supported yet: {}", agg_name(m->agg), e.name));
-          return set(id, Type::none());
+        switch (m->agg) {
+          case output::AggKind::Plain: break;
+          // Read in the kernel as the sum (or min, max, average) over CPUs.
+          case output::AggKind::Count: return set(id, Type::integer(8, false));
+          case output::AggKind::Sum:
+          case output::AggKind::Min:
+          case output::AggKind::Max:
+          case output::AggKind::Avg: return set(id, Type::integer(8, m->value.is_signed));
+          case output::AggKind::Stats:
+          case output::AggKind::Hist:
+          case output::AggKind::LHist:
+            error(e.loc, fmt::format("a {}() map has no single value to read in a probe: {}", agg_name(m->agg), e.name));
+            return set(id, Type::none());
         }
         if (m->value.kind == TypeKind::None) return set(id, Type::integer(8, true));
         return set(id, m->value);
