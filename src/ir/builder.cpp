@@ -78,6 +78,12 @@ VregId Builder::map_fd(uint32_t map) {
   return d;
 }
 
+VregId Builder::map_value(uint32_t map, int32_t off) {
+  VregId d = vreg();
+  emit({.op = Opcode::MapValue, .dst = d, .imm = map, .off = off});
+  return d;
+}
+
 VregId Builder::stack_addr(int32_t off) {
   VregId d = vreg();
   emit({.op = Opcode::StackAddr, .dst = d, .off = off});

@@ -40,6 +40,7 @@ class Builder {
   void store_imm(uint8_t size, VregId base, int32_t off, int32_t imm);
   void atomic_add(VregId base, int32_t off, VregId v);
   VregId map_fd(uint32_t map);
+  VregId map_value(uint32_t map, int32_t off);
   VregId stack_addr(int32_t off);
   VregId call(int helper, std::vector<VregId> args);
 

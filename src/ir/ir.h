@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <linux/bpf.h>
+
 #include "lang/source.h"
 #include "sema/sema.h"
 
@@ -29,6 +31,7 @@ enum class Opcode {
   StoreImm,   // *(u<size*8> *)(a + off) = imm (imm fits in 32 bits, sign-extended for size 8)
   AtomicAdd,  // lock *(u64 *)(a + off) += b
   MapFd,      // dst = address of map `imm` (a ld_imm64 with the map's fd, patched at load)
+  MapValue,   // dst = address of the value of array map `imm` (1 entry) + off: direct access, no call
   StackAddr,  // dst = fp + off (off negative; a stack object reserved by the function)
   Call,       // dst = helper `imm`(args...); clobbers R0-R5
   // Terminators: the last instruction of each block, and only there.
@@ -74,6 +77,7 @@ struct SupportMaps {
   uint32_t scratch;   // per-CPU scratch memory for strings, keys, records
   uint32_t zero;      // a zero-filled array value, for inserting fresh aggregation entries
   uint32_t lost;      // per-CPU counter of records the ring buffer refused
+  uint32_t control;   // one u64: non-zero once user space stops the probes (exit, signal)
 };
 
 struct Module {
@@ -84,6 +88,16 @@ struct Module {
   uint32_t scratch_size = 8;        // bytes of the per-CPU scratch value
   uint32_t zero_size = 8;           // bytes of the zero map's value
 };
+
+// How to create map `id` (the script's maps, then the support maps), in id
+// order: the single table the runtime and the load tests create maps from.
+struct MapSpec {
+  bpf_map_type type;
+  std::string name;
+  uint32_t key_size = 0, value_size = 0, max_entries = 0;
+};
+
+std::vector<MapSpec> map_specs(const sema::TypedProgram& program, const Module& module, uint32_t ringbuf_bytes);
 
 struct LowerOptions {
   uint64_t start_boot_ns = 0;  // `elapsed` is measured from this boot-clock time

@@ -54,6 +54,17 @@ class Lowerer {
     const auto& probe = ast_.probes[unit_.probe_index];
     b_.set_loc(probe.loc);
     ctx_ = b_.ctx();
+    if (unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End) {
+      // Stopped probes return at once: user space sets the control word on
+      // exit() or a signal, so the maps are frozen before END runs even
+      // though the (slow) detach happens later.
+      VregId control = b_.load(8, b_.map_value(m_.support.control, 0), 0);
+      BlockId run = b_.new_block(), stopped = b_.new_block();
+      b_.branch_imm(ir::Cond::Ne, control, 0, stopped, run);
+      b_.set_block(stopped);
+      b_.ret(0);
+      b_.set_block(run);
+    }
     key_slot_ = b_.reserve_stack(8);
     // scratch = lookup(scratch_map, &0); a failed lookup cannot happen for a
     // per-CPU array, but the verifier needs the check.
@@ -1167,7 +1178,7 @@ class Lowerer {
 Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   Module m;
   uint32_t n = static_cast<uint32_t>(p.maps.size());
-  m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3};
+  m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4};
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;

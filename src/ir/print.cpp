@@ -36,6 +36,7 @@ std::string print_inst(const Inst& i) {
     case Opcode::StoreImm: return fmt::format("{} = {}", mem(i), i.imm);
     case Opcode::AtomicAdd: return fmt::format("lock {} += {}", mem(i), v(i.b));
     case Opcode::MapFd: return fmt::format("{} = map {}", v(i.dst), i.imm);
+    case Opcode::MapValue: return fmt::format("{} = &map {} value {:+}", v(i.dst), i.imm, i.off);
     case Opcode::StackAddr: return fmt::format("{} = fp {:+}", v(i.dst), i.off);
     case Opcode::Call: {
       std::string args;

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -130,7 +131,7 @@ class Session {
       }
       loop(child ? child->pid : o_.target_pid);
     }
-    links_.clear();  // detach before END
+    detach();
     ignore_records_ = false;
     run_kind(sema::ProbeKind::End);
     drain();
@@ -143,10 +144,48 @@ class Session {
       int status;
       waitpid(child_pid_, &status, WNOHANG);
     }
+    release_in_background();
     return exit_code_;
   }
 
  private:
+  // Stops every probe at once by setting the control word each program
+  // checks first; the maps are frozen from here on. Detaching for real is
+  // slow here (closing a tracepoint's BPF link waits for RCU grace periods,
+  // 10-35 ms per probe), so the links are released after the output is done.
+  void detach() {
+    uint32_t key = 0;
+    uint64_t stop = 1;
+    if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &stop, BPF_ANY) != 0) {
+      links_.clear();  // could not stop them: detach now instead
+      return;
+    }
+    for (auto& l : links_) {
+      held_.push_back(std::move(l.link));
+      held_.push_back(std::move(l.perf));
+    }
+    links_.clear();
+  }
+
+  // Hands the held links and perf events to a short-lived child that
+  // releases them, so the tracer's own exit does not wait out the grace
+  // periods. The probes are already stopped and all output is written.
+  void release_in_background() {
+    if (held_.empty()) return;
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      // Let go of stdin/stdout/stderr first: a pipe reader must see EOF when
+      // the tracer exits, not when the release is done.
+      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+      if (out_ && out_ != stdout) close(fileno(out_));
+      for (auto& fd : held_) fd = bpf::Fd();
+      _exit(0);
+    }
+    held_.clear();
+  }
+
   int check_kinds() {
     for (const auto& u : p_.units) {
       std::string why = unavailable_reason(u.kind);
@@ -184,27 +223,10 @@ class Session {
   }
 
   int create_maps() {
-    for (const auto& m : p_.maps) {
-      auto fd = bpf::create_map(m.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, m.name.substr(1),
-                                m.key_size, m.value_size, m.max_entries);
-      if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", m.name, fd.error().message));
-      map_fds_.push_back(std::move(*fd));
-    }
-    struct Support {
-      bpf_map_type type;
-      const char* name;
-      uint32_t key, value, entries;
-    };
-    const Support support[] = {
-        {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0,
-         o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf},
-        {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m_.scratch_size, 1},
-        {BPF_MAP_TYPE_ARRAY, "zero", 4, m_.zero_size, 1},
-        {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1},
-    };
-    for (const auto& s : support) {
-      auto fd = bpf::create_map(s.type, s.name, s.key, s.value, s.entries);
-      if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", s.name, fd.error().message));
+    uint32_t ringbuf = o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf;
+    for (const auto& spec : ir::map_specs(p_, m_, ringbuf)) {
+      auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries);
+      if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", spec.name, fd.error().message));
       map_fds_.push_back(std::move(*fd));
     }
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
@@ -444,6 +466,7 @@ class Session {
   std::vector<bpf::Fd> map_fds_;
   std::vector<bpf::Fd> prog_fds_;
   std::vector<bpf::Link> links_;
+  std::vector<bpf::Fd> held_;  // links and perf events of stopped probes, released last
   bpf::Fd sigfd_;
   bool exiting_ = false;
   bool ignore_records_ = false;

@@ -97,7 +97,7 @@ void check_structure(const Program& p, size_t map_count) {
   for (const auto& r : p.relocs) {
     ASSERT_LT(r.insn, n);
     EXPECT_TRUE(is_ld_imm64(p.insns[r.insn])) << "reloc at insn " << r.insn;
-    EXPECT_EQ(p.insns[r.insn].src_reg, BPF_PSEUDO_MAP_FD);
+    EXPECT_TRUE(p.insns[r.insn].src_reg == BPF_PSEUDO_MAP_FD || p.insns[r.insn].src_reg == BPF_PSEUDO_MAP_VALUE);
     EXPECT_LT(r.map, map_count);
   }
 }
@@ -106,32 +106,11 @@ void check_structure(const Program& p, size_t map_count) {
 // relocations and loads every program. Returns "" or the failure.
 std::string load_all(Compiled& c) {
   const auto& m = c.module;
-  size_t total = c.typed->maps.size() + 4;
-  std::vector<bpf::Fd> fds(total);
-  for (size_t k = 0; k < c.typed->maps.size(); ++k) {
-    const auto& info = c.typed->maps[k];
-    auto fd = bpf::create_map(info.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, info.name.substr(1),
-                              info.key_size, info.value_size, info.max_entries);
-    if (!fd) return "create_map " + info.name + ": " + fd.error().message;
-    fds[k] = std::move(*fd);
-  }
-  struct Support {
-    uint32_t id;
-    bpf_map_type type;
-    const char* name;
-    uint32_t key, value, entries;
-  };
-  const Support support[] = {
-      {m.support.ringbuf, BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, 4096 * 64},
-      {m.support.scratch, BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1},
-      {m.support.zero, BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1},
-      {m.support.lost, BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1},
-  };
-  for (const auto& s : support) {
-    if (s.id >= total) return "support map id out of range: " + std::to_string(s.id);
-    auto fd = bpf::create_map(s.type, s.name, s.key, s.value, s.entries);
-    if (!fd) return std::string("create_map ") + s.name + ": " + fd.error().message;
-    fds[s.id] = std::move(*fd);
+  std::vector<bpf::Fd> fds;
+  for (const auto& spec : ir::map_specs(*c.typed, m, 4096 * 64)) {
+    auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries);
+    if (!fd) return "create_map " + spec.name + ": " + fd.error().message;
+    fds.push_back(std::move(*fd));
   }
   for (size_t k = 0; k < c.programs.size(); ++k) {
     auto& p = c.programs[k];
@@ -198,7 +177,7 @@ TEST(Codegen, StructureOfEmittedPrograms) {
     auto c = compile_text(text);
     ASSERT_TRUE(c.typed.has_value());
     ASSERT_EQ(c.programs.size(), c.module.functions.size());
-    for (const auto& p : c.programs) check_structure(p, c.typed->maps.size() + 4);
+    for (const auto& p : c.programs) check_structure(p, c.module.support.control + 1);
   }
 }
 

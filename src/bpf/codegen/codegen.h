@@ -17,7 +17,8 @@
 
 namespace bpfscope::codegen {
 
-// A ld_imm64 whose imm must become the fd of map `map` before loading.
+// A ld_imm64 whose imm must become the fd of map `map` before loading (a map
+// reference, BPF_PSEUDO_MAP_FD, or a direct value address, BPF_PSEUDO_MAP_VALUE).
 struct MapReloc {
   uint32_t insn = 0;
   uint32_t map = 0;

@@ -89,6 +89,7 @@ std::string disassemble(const Program& p) {
           std::string what = i.src_reg == BPF_PSEUDO_MAP_FD ? fmt::format("map[fd {}]", i.imm) : fmt::format("{:#x}", v);
           for (const auto& r : p.relocs)
             if (r.insn == k) what = fmt::format("map[{}]", r.map);
+          if (i.src_reg == BPF_PSEUDO_MAP_VALUE) what = fmt::format("&{} value {:+}", what, p.insns[k + 1].imm);
           text = fmt::format("r{} = {} ll", i.dst_reg, what);
           out += fmt::format("{:4}: {}\n", k, text);
           ++k;

@@ -224,6 +224,14 @@ class Emitter {
         write_back(i.dst, d);
         return "";
       }
+      case ir::Opcode::MapValue: {
+        uint8_t d = target(i.dst);
+        p_.relocs.push_back({static_cast<uint32_t>(p_.insns.size()), static_cast<uint32_t>(i.imm)});
+        put(insn(BPF_LD | BPF_DW | BPF_IMM, d, BPF_PSEUDO_MAP_VALUE, 0, 0));
+        put(insn(0, 0, 0, 0, i.off));
+        write_back(i.dst, d);
+        return "";
+      }
       case ir::Opcode::StackAddr: {
         uint8_t d = target(i.dst);
         put(insn(BPF_ALU64 | BPF_MOV | BPF_X, d, R10, 0, 0));

@@ -1,0 +1,19 @@
+#include "ir/ir.h"
+
+namespace bpfscope::ir {
+
+std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uint32_t ringbuf_bytes) {
+  std::vector<MapSpec> specs;
+  for (const auto& info : p.maps)
+    specs.push_back({info.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, info.name.substr(1), info.key_size,
+                     info.value_size, info.max_entries});
+  specs.resize(m.support.control + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
+  specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
+  specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
+  specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
+  specs[m.support.lost] = {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1};
+  specs[m.support.control] = {BPF_MAP_TYPE_ARRAY, "control", 4, 8, 1};
+  return specs;
+}
+
+}  // namespace bpfscope::ir
