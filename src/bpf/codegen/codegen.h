@@ -38,12 +38,18 @@ struct Liveness {
 
 // Where each vreg lives.
 struct Allocation {
-  std::vector<int8_t> reg;    // by vreg: 6-9, or -1 when spilled (or never used)
+  std::vector<int8_t> reg;    // by vreg: 6-9, or -1 when spilled, rematerialized or dead
   std::vector<int16_t> slot;  // by vreg: fp offset of the spill slot, when spilled
+  // By vreg: a constant defined once (Imm, MapFd, MapValue, StackAddr) is
+  // not kept in a register; each use re-creates it where it is needed
+  // (straight into a call's argument register, say).
+  std::vector<bool> remat;
+  std::vector<ir::Inst> remat_def;
+  std::vector<bool> dead;     // by vreg: never read, so its writes are dropped
   uint32_t frame_size = 0;    // stack bytes used (objects and spills)
 };
 
-ir::Function prune_unreachable(const ir::Function& f);
+ir::Function layout_blocks(const ir::Function& f);
 Liveness compute_liveness(const ir::Function& f);
 std::expected<Allocation, std::string> allocate_registers(const ir::Function& f, const Liveness& live);
 std::expected<Program, std::string> emit(const ir::Function& f, const Allocation& alloc);

@@ -66,6 +66,23 @@ uint8_t jmp_code(ir::Cond c) {
   std::unreachable();
 }
 
+ir::Cond invert(ir::Cond c) {
+  switch (c) {
+    case ir::Cond::Eq: return ir::Cond::Ne;
+    case ir::Cond::Ne: return ir::Cond::Eq;
+    case ir::Cond::Gt: return ir::Cond::Le;
+    case ir::Cond::Ge: return ir::Cond::Lt;
+    case ir::Cond::Lt: return ir::Cond::Ge;
+    case ir::Cond::Le: return ir::Cond::Gt;
+    case ir::Cond::SGt: return ir::Cond::SLe;
+    case ir::Cond::SGe: return ir::Cond::SLt;
+    case ir::Cond::SLt: return ir::Cond::SGe;
+    case ir::Cond::SLe: return ir::Cond::SGt;
+    case ir::Cond::Set: return ir::Cond::Set;  // no inverse; callers keep the jump
+  }
+  std::unreachable();
+}
+
 bool fits_i32(int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); }
 bool fits_i16(int64_t v) { return v >= std::numeric_limits<int16_t>::min() && v <= std::numeric_limits<int16_t>::max(); }
 
@@ -100,8 +117,34 @@ class Emitter {
 
   bool spilled(ir::VregId v) const { return a_.reg[v] < 0; }
 
-  // The register that holds v, loading it into `scratch` when spilled.
+  // Re-creates a rematerialized constant in register r.
+  void materialize(uint8_t r, const ir::Inst& def) {
+    switch (def.op) {
+      case ir::Opcode::Imm: mov_imm(r, def.imm); return;
+      case ir::Opcode::MapFd:
+        p_.relocs.push_back({static_cast<uint32_t>(p_.insns.size()), static_cast<uint32_t>(def.imm)});
+        ld_imm64(r, 0, BPF_PSEUDO_MAP_FD);
+        return;
+      case ir::Opcode::MapValue:
+        p_.relocs.push_back({static_cast<uint32_t>(p_.insns.size()), static_cast<uint32_t>(def.imm)});
+        put(insn(BPF_LD | BPF_DW | BPF_IMM, r, BPF_PSEUDO_MAP_VALUE, 0, 0));
+        put(insn(0, 0, 0, 0, def.off));
+        return;
+      case ir::Opcode::StackAddr:
+        put(insn(BPF_ALU64 | BPF_MOV | BPF_X, r, R10, 0, 0));
+        put(insn(BPF_ALU64 | BPF_ADD | BPF_K, r, 0, 0, def.off));
+        return;
+      default: std::unreachable();
+    }
+  }
+
+  // The register that holds v, loading (or re-creating) it into `scratch`
+  // when it has none.
   uint8_t read(ir::VregId v, uint8_t scratch) {
+    if (a_.remat[v]) {
+      materialize(scratch, a_.remat_def[v]);
+      return scratch;
+    }
     if (!spilled(v)) return static_cast<uint8_t>(a_.reg[v]);
     put(insn(BPF_LDX | BPF_MEM | BPF_DW, scratch, R10, a_.slot[v], 0));
     return scratch;
@@ -116,6 +159,7 @@ class Emitter {
   uint8_t target(ir::VregId v) const { return spilled(v) ? R0 : static_cast<uint8_t>(a_.reg[v]); }
 
   void write_back(ir::VregId v, uint8_t r) {
+    if (a_.dead[v] || a_.remat[v]) return;
     if (spilled(v)) {
       put(insn(BPF_STX | BPF_MEM | BPF_DW, R10, r, a_.slot[v], 0));
     } else if (a_.reg[v] != r) {
@@ -145,6 +189,9 @@ class Emitter {
   }
 
   std::string inst(const ir::Inst& i) {
+    // A rematerialized or dead value needs no code at its definition (a
+    // call still runs for its effects).
+    if (i.dst != ir::kNoVreg && (a_.remat[i.dst] || a_.dead[i.dst]) && i.op != ir::Opcode::Call) return "";
     switch (i.op) {
       case ir::Opcode::Ctx: write_back(i.dst, R1); return "";
       case ir::Opcode::Imm: {
@@ -250,8 +297,16 @@ class Emitter {
         return "";
       case ir::Opcode::Branch: {
         uint8_t ra = read(i.a, R1);
-        uint8_t code = jmp_code(i.cond);
-        fixups_.push_back({static_cast<uint32_t>(p_.insns.size()), i.t});
+        // When the taken block comes next, branch on the opposite condition
+        // to the other block and fall through.
+        ir::Cond cond = i.cond;
+        ir::BlockId taken = i.t, other = i.f;
+        if (i.t == next_block_ && cond != ir::Cond::Set) {
+          cond = invert(cond);
+          std::swap(taken, other);
+        }
+        uint8_t code = jmp_code(cond);
+        fixups_.push_back({static_cast<uint32_t>(p_.insns.size()), taken});
         if (i.b != ir::kNoVreg) {
           uint8_t rb = read(i.b, R2);
           fixups_.back().first = static_cast<uint32_t>(p_.insns.size());
@@ -263,7 +318,7 @@ class Emitter {
           fixups_.back().first = static_cast<uint32_t>(p_.insns.size());
           put(insn(BPF_JMP | code | BPF_X, ra, R2, 0, 0));
         }
-        if (i.f != next_block_) jump_to(i.f);
+        if (other != next_block_) jump_to(other);
         return "";
       }
       case ir::Opcode::Ret:
@@ -289,7 +344,7 @@ std::expected<Program, std::string> emit(const ir::Function& f, const Allocation
 }
 
 std::expected<Program, std::string> compile(const ir::Function& input, std::string* regalloc_dump) {
-  ir::Function f = prune_unreachable(input);
+  ir::Function f = layout_blocks(input);
   if (auto err = ir::verify(f); !err.empty()) return std::unexpected("invalid IR: " + err);
   Liveness live = compute_liveness(f);
   auto alloc = allocate_registers(f, live);

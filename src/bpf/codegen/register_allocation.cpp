@@ -51,9 +51,31 @@ std::expected<Allocation, std::string> allocate_registers(const ir::Function& f,
   Allocation a;
   a.reg.assign(f.vreg_count, -1);
   a.slot.assign(f.vreg_count, 0);
+  a.remat.assign(f.vreg_count, false);
+  a.remat_def.assign(f.vreg_count, ir::Inst{});
+  a.dead.assign(f.vreg_count, false);
+  std::vector<uint32_t> defs(f.vreg_count), uses(f.vreg_count);
+  for (const auto& b : f.blocks) {
+    for (const auto& i : b.insts) {
+      if (i.dst != ir::kNoVreg) {
+        ++defs[i.dst];
+        a.remat_def[i.dst] = i;
+      }
+      if (i.a != ir::kNoVreg) ++uses[i.a];
+      if (i.b != ir::kNoVreg) ++uses[i.b];
+      for (auto v : i.args) ++uses[v];
+    }
+  }
+  for (uint32_t v = 0; v < f.vreg_count; ++v) {
+    ir::Opcode op = a.remat_def[v].op;
+    a.dead[v] = defs[v] > 0 && uses[v] == 0;
+    a.remat[v] = defs[v] == 1 && !a.dead[v] &&
+                 (op == ir::Opcode::Imm || op == ir::Opcode::MapFd || op == ir::Opcode::MapValue ||
+                  op == ir::Opcode::StackAddr);
+  }
   std::vector<Interval> order;
   for (const auto& i : iv)
-    if (i.start != UINT32_MAX) order.push_back(i);
+    if (i.start != UINT32_MAX && !a.remat[i.vreg] && !a.dead[i.vreg]) order.push_back(i);
   std::sort(order.begin(), order.end(), [](const Interval& x, const Interval& y) {
     return x.start != y.start ? x.start < y.start : x.vreg < y.vreg;
   });
@@ -134,7 +156,9 @@ std::expected<Allocation, std::string> allocate_registers(const ir::Function& f,
 std::string print(const ir::Function& f, const Allocation& a) {
   std::string out = fmt::format("function {} (frame {} bytes)\n", f.name, a.frame_size);
   for (uint32_t v = 0; v < f.vreg_count; ++v) {
-    if (a.reg[v] >= 0)
+    if (a.remat[v])
+      out += fmt::format("  v{} -> rematerialized\n", v);
+    else if (a.reg[v] >= 0)
       out += fmt::format("  v{} -> r{}\n", v, a.reg[v]);
     else if (a.slot[v] != 0)
       out += fmt::format("  v{} -> [fp{}]\n", v, a.slot[v]);
