@@ -654,14 +654,14 @@ class Lowerer {
       case sema::Function::Hist:
       case sema::Function::LHist: std::unreachable();  // aggregations are lowered by assign()
       case sema::Function::Printf: {
-        std::vector<Val> args;
-        for (size_t i = 1; i < e.args.size(); ++i) args.push_back(expr(e.args[i]));
+        std::vector<Arg> args;
+        for (size_t i = 1; i < e.args.size(); ++i) args.push_back({.expr = e.args[i]});
         send(p_.action_of[id], args);
         return Val{.type = t};
       }
       case sema::Function::Exit: {
-        std::vector<Val> args;
-        if (!e.args.empty()) args.push_back(expr(e.args[0]));
+        std::vector<Arg> args;
+        if (!e.args.empty()) args.push_back({.expr = e.args[0]});
         send(p_.action_of[id], args);
         // exit() ends the probe, as in bpftrace.
         b_.ret(0);
@@ -670,12 +670,16 @@ class Lowerer {
       }
       case sema::Function::Print: {
         const auto& action = p_.actions[p_.action_of[id]];
-        std::vector<Val> args;
+        std::vector<Arg> args;
         if (action.kind == sema::ActionKind::Print) {
-          for (size_t i = 1; i < 3; ++i)
-            args.push_back(i < e.args.size() ? expr(e.args[i]) : constant(0, Type::integer(8, false)));
+          for (size_t i = 1; i < 3; ++i) {
+            if (i < e.args.size())
+              args.push_back({.expr = e.args[i]});
+            else
+              args.push_back({.val = constant(0, Type::integer(8, false))});
+          }
         } else {
-          args.push_back(expr(e.args[0]));
+          args.push_back({.expr = e.args[0]});
         }
         send(p_.action_of[id], args);
         return Val{.type = t};
@@ -730,12 +734,24 @@ class Lowerer {
 
   // Sends an async record [action id][args] through the ring buffer, counting
   // it in the lost map when the ring buffer is full.
-  void send(int32_t action, const std::vector<Val>& args) {
+  // An argument of a record: an expression, evaluated straight into the
+  // record where it can be, or a value already lowered.
+  struct Arg {
+    ExprId expr = kNone;
+    Val val;
+  };
+
+  void send(int32_t action, const std::vector<Arg>& args) {
     const auto& a = p_.actions[action];
     uint32_t off = alloc(a.record_size);
     VregId rec = scratch_ptr(off);
     b_.store_imm(8, rec, 0, action);
-    for (size_t i = 0; i < args.size(); ++i) copy_to(rec, a.offsets[i], args[i], a.args[i]);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].expr != kNone)
+        store_expr(rec, a.offsets[i], args[i].expr, a.args[i]);
+      else
+        copy_to(rec, a.offsets[i], args[i].val, a.args[i]);
+    }
     VregId r = b_.call(BPF_FUNC_ringbuf_output,
                        {b_.map_fd(m_.support.ringbuf), rec, b_.imm(a.record_size), b_.imm(0)});
     BlockId lost = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
@@ -765,9 +781,9 @@ class Lowerer {
       return p;
     }
     if (e.args.size() == 1) {
-      copy_to(p, 0, expr(e.args[0]), m.key);
+      store_expr(p, 0, e.args[0], m.key);
     } else {
-      for (size_t i = 0; i < e.args.size(); ++i) copy_to(p, m.key.offsets[i], expr(e.args[i]), m.key.elems[i]);
+      for (size_t i = 0; i < e.args.size(); ++i) store_expr(p, m.key.offsets[i], e.args[i], m.key.elems[i]);
     }
     return p;
   }
@@ -1072,6 +1088,24 @@ class Lowerer {
   }
 
   // ---- memory ----
+  // Evaluates an expression into dst + off as type `to`. Strings that a
+  // helper writes (comm) go straight to their destination instead of through
+  // a temporary and a copy.
+  void store_expr(VregId dst, uint32_t off, ExprId id, const Type& to) {
+    const Expr& e = ast_.expr(id);
+    if (e.kind == ExprKind::Identifier && p_.builtin_of[id] == sema::Builtin::Comm && to.is_string() &&
+        to.size >= 16) {
+      lang::Loc saved = b_.loc();
+      b_.set_loc(e.loc);
+      VregId d = off == 0 ? dst : b_.alu_imm(AluOp::Add, dst, off);
+      b_.call(BPF_FUNC_get_current_comm, {d, b_.imm(16)});
+      if (to.mem_size() > 16) zero(dst, off + 16, to.mem_size() - 16);
+      b_.set_loc(saved);
+      return;
+    }
+    copy_to(dst, off, expr(id), to);
+  }
+
   // Writes v, of type `from` (v.type), into dst + off as type `to`.
   void copy_to(VregId dst, uint32_t off, const Val& v, const Type& to) {
     if (to.is_int()) {
