@@ -505,7 +505,9 @@ class Checker {
     const Expr& e = ast_.expr(id);
     const FunctionRow* row = find_function(e.name);
     if (!row) {
-      error(e.loc, fmt::format("Unknown function: {}", e.name));
+      // bpftrace underlines the name only.
+      lang::Loc name{e.loc.begin, e.loc.begin + static_cast<uint32_t>(e.name.size())};
+      error(name, fmt::format("Unknown function: {}", e.name));
       return Type::none();
     }
     out_.function_of[id] = row->id;
