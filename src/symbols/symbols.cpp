@@ -1,0 +1,2 @@
+// The symbols stage; see symbols.h.
+#include "symbols/symbols.h"
