@@ -36,7 +36,7 @@ constexpr const char* kUsage = R"(USAGE:
 OPTIONS:
     -e PROGRAM     the program to run
     -o FILE        write the program's output (printf, print, maps) to FILE
-    -f FORMAT      output format: text (json comes later)
+    -f FORMAT      output format: text or json (NDJSON, one message per line)
     -B MODE        output buffering: line, full or none (accepted; output is flushed per batch of events)
     -q             quiet: do not print "Attached N probes"
     -v             verbose: also print how each probe was attached
@@ -159,6 +159,7 @@ int compile_and_run(Cli& cli) {
 
   sema::Options sopts;
   sopts.positional = cli.positional;
+  sopts.has_child = child.has_value();
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
   auto typed = sema::analyse(*ast, sopts, diags);
@@ -169,6 +170,8 @@ int compile_and_run(Cli& cli) {
   ir::LowerOptions lopts;
   lopts.start_boot_ns = start;
   lopts.possible_cpus = static_cast<uint32_t>(std::max(1, bpf::possible_cpus()));
+  lopts.online_cpus = static_cast<uint32_t>(std::max<size_t>(1, bpf::online_cpus().size()));
+  if (child) lopts.cpid = child->pid;
   if (child) lopts.filter_pid = child->pid;
   else if (cli.run.target_pid > 0) lopts.filter_pid = cli.run.target_pid;
   ir::Module module = ir::lower(*typed, lopts);
@@ -223,12 +226,10 @@ int main(int argc, char** argv) {
         break;
       case 'o': cli.run.output_file = optarg; break;
       case 'f':
-        if (strcmp(optarg, "text") != 0) {
-          if (strcmp(optarg, "json") == 0) {
-            fmt::print(stderr, "ERROR: JSON output is not supported yet\n");
-          } else {
-            fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", optarg);
-          }
+        if (strcmp(optarg, "json") == 0) {
+          cli.run.json = true;
+        } else if (strcmp(optarg, "text") != 0) {
+          fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", optarg);
           return 1;
         }
         break;

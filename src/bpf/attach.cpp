@@ -88,6 +88,14 @@ Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid) {
   return attach_to_perf_event(prog_fd, Fd(pfd), what);
 }
 
+Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event) {
+  int fd = bpf_raw_tracepoint_open(event.c_str(), prog_fd);
+  if (fd < 0) return std::unexpected(make_error(errno, "bpf_raw_tracepoint_open(" + event + ")"));
+  Link link;
+  link.link = Fd(fd);
+  return link;
+}
+
 Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uint64_t period, bool freq, int cpu,
                                                int pid) {
   const std::string event = software_event_name(config);

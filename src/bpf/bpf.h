@@ -132,6 +132,10 @@ struct Link {
 // the perf event), so filter on bpf_get_current_pid_tgid() in the program.
 Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1);
 
+// A raw tracepoint (BPF_RAW_TRACEPOINT_OPEN) by event name; the program gets
+// the tracepoint's raw u64 arguments.
+Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);
+
 // A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)
 // on one CPU (cpu >= 0) or, with cpu = -1, one event per online CPU.
 // `period` is the sample period, or the frequency when `freq` is set.

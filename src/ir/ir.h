@@ -40,7 +40,8 @@ enum class Opcode {
   Ret,        // return imm
 };
 
-enum class AluOp { Add, Sub, Mul, Div, Mod, And, Or, Xor, Lsh, Rsh, Arsh, Neg };
+// Bswap: byte swap of the low imm (16, 32 or 64) bits, zero-extended.
+enum class AluOp { Add, Sub, Mul, Div, Mod, And, Or, Xor, Lsh, Rsh, Arsh, Neg, Bswap };
 enum class Cond { Eq, Ne, Gt, Ge, Lt, Le, SGt, SGe, SLt, SLe, Set };
 
 struct Inst {
@@ -103,6 +104,8 @@ struct LowerOptions {
   uint64_t start_boot_ns = 0;  // `elapsed` is measured from this boot-clock time
   int filter_pid = -1;         // -p/-c: probes other than BEGIN/END only fire for this process
   uint32_t possible_cpus = 1;  // per-CPU aggregations read in a probe are combined over these
+  uint32_t online_cpus = 1;    // ncpus
+  int cpid = 0;                // -c: the child's pid
 };
 
 // Lowers every program unit. Never fails for a program sema accepted.

@@ -530,6 +530,14 @@ class Lowerer {
     std::unreachable();
   }
 
+  static int arg_number(std::string_view name) { return std::stoi(std::string(name.substr(3))); }
+
+  // The value of an expression sema proved constant (literals, numeric $N).
+  int64_t constant_of(ExprId id) {
+    Val v = expr(id);
+    return v.constant.value_or(0);
+  }
+
   static std::optional<int64_t> fold(Op op, int64_t a, int64_t b) {
     auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
     switch (op) {
@@ -597,6 +605,17 @@ class Lowerer {
         return int_val(b_.alu(AluOp::Sub, now, b_.imm(static_cast<int64_t>(opts_.start_boot_ns))), t);
       }
       case sema::Builtin::Cpu: return int_val(b_.call(BPF_FUNC_get_smp_processor_id, {}), t);
+      case sema::Builtin::Rand: return int_val(b_.call(BPF_FUNC_get_prandom_u32, {}), t);
+      case sema::Builtin::Cgroup: return int_val(b_.call(BPF_FUNC_get_current_cgroup_id, {}), t);
+      case sema::Builtin::Jiffies: return int_val(b_.call(BPF_FUNC_jiffies64, {}), t);
+      case sema::Builtin::Numaid: return int_val(b_.call(BPF_FUNC_get_numa_node_id, {}), t);
+      case sema::Builtin::Cpid: return constant(opts_.cpid, t);
+      case sema::Builtin::Ncpus: return constant(opts_.online_cpus, t);
+      case sema::Builtin::Arg: {
+        // A raw tracepoint's context is the array of its u64 arguments.
+        int n = arg_number(ast_.expr(id).name);
+        return int_val(b_.load(8, ctx_, n * 8), t);
+      }
       case sema::Builtin::Probe: {
         // One program per target when `probe` is used (sema marks it target-specific).
         const auto& target = unit_.targets[target_ < 0 ? 0 : target_];
@@ -708,6 +727,56 @@ class Lowerer {
         b_.jump(join);
         b_.set_block(join);
         return int_val(out, t);
+      }
+      case sema::Function::Strncmp: {
+        Val a = addressable(expr(e.args[0]));
+        Val c = addressable(expr(e.args[1]));
+        uint64_t n = static_cast<uint64_t>(constant_of(e.args[2]));
+        // 0 when the first n bytes agree (or both end together before n), else 1.
+        uint32_t limit = static_cast<uint32_t>(std::min<uint64_t>({n, a.type.size, c.type.size}));
+        VregId out = b_.imm(0);
+        BlockId differ = b_.new_block(), join = b_.new_block();
+        for (uint32_t i = 0; i < limit; ++i) {
+          VregId x = b_.load(1, a.reg, static_cast<int32_t>(i));
+          VregId y = b_.load(1, c.reg, static_cast<int32_t>(i));
+          BlockId same = b_.new_block(), next = b_.new_block();
+          b_.branch(ir::Cond::Ne, x, y, differ, same);
+          b_.set_block(same);
+          b_.branch_imm(ir::Cond::Eq, x, 0, join, next);
+          b_.set_block(next);
+        }
+        b_.jump(join);
+        b_.set_block(differ);
+        b_.imm_to(out, 1);
+        b_.jump(join);
+        b_.set_block(join);
+        return int_val(out, t);
+      }
+      case sema::Function::Strlen: {
+        Val a = addressable(expr(e.args[0]));
+        if (a.literal) return constant(static_cast<int64_t>(a.literal->size()), t);
+        // The index of the first NUL, unrolled over the capacity.
+        VregId out = b_.imm(a.type.size);
+        BlockId join = b_.new_block();
+        for (uint32_t i = 0; i < a.type.size; ++i) {
+          VregId x = b_.load(1, a.reg, static_cast<int32_t>(i));
+          BlockId found = b_.new_block(), next = b_.new_block();
+          b_.branch_imm(ir::Cond::Eq, x, 0, found, next);
+          b_.set_block(found);
+          b_.imm_to(out, i);
+          b_.jump(join);
+          b_.set_block(next);
+        }
+        b_.jump(join);
+        b_.set_block(join);
+        return int_val(out, t);
+      }
+      case sema::Function::Bswap: {
+        Val a = expr(e.args[0]);
+        const Type& at = p_.type_of(e.args[0]);
+        if (at.size == 1) return int_val(materialize_int(a), t);  // one byte: nothing to swap
+        VregId r = b_.alu_imm(AluOp::Bswap, materialize_int(a), at.size * 8);
+        return int_val(r, t);
       }
       case sema::Function::Str: {
         Val src = expr(e.args[0]);

@@ -8,8 +8,9 @@
 namespace bpfscope::ir {
 namespace {
 
-constexpr std::array kAluNames = {"add", "sub", "mul", "div", "mod", "and", "or", "xor", "lsh", "rsh", "arsh", "neg"};
-static_assert(kAluNames.size() == static_cast<size_t>(AluOp::Neg) + 1);
+constexpr std::array kAluNames = {"add", "sub", "mul", "div", "mod", "and", "or", "xor",
+                                  "lsh", "rsh", "arsh", "neg", "bswap"};
+static_assert(kAluNames.size() == static_cast<size_t>(AluOp::Bswap) + 1);
 constexpr std::array kCondNames = {"==", "!=", ">", ">=", "<", "<=", "s>", "s>=", "s<", "s<=", "&"};
 static_assert(kCondNames.size() == static_cast<size_t>(Cond::Set) + 1);
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "output/histogram.h"
+#include "output/map_common.h"
 #include "output/output.h"
 
 namespace bpfscope::output {
@@ -11,6 +12,8 @@ namespace bpfscope::output {
 namespace {
 
 using Entry = std::pair<Value, Aggregate>;
+
+}  // namespace
 
 // Signed value / div with div > 0, safe for any uint64 div.
 int64_t div_signed(int64_t v, uint64_t div) {
@@ -37,12 +40,16 @@ Value divide(const Value& v, uint64_t div) {
   return v;
 }
 
+namespace {
+
 bool is_integer(const Value& v) {
   return v.kind == Value::Kind::Int || v.kind == Value::Kind::UInt;
 }
 
 int64_t as_i64(const Value& v) { return v.as_i64(); }
 uint64_t as_u64(const Value& v) { return static_cast<uint64_t>(as_i64(v)); }
+
+}  // namespace
 
 // avg()/stats() average: total / count truncated toward zero, 0 when empty.
 // Unsigned maps divide as uint64 (bpftrace util::stats_value<uint64_t>).
@@ -55,6 +62,8 @@ Value average(const Aggregate& a, bool is_signed) {
 Value stat_number(int64_t n, bool is_signed) {
   return is_signed ? Value::of_int(n) : Value::of_uint(static_cast<uint64_t>(n));
 }
+
+namespace {
 
 // Key order (REFERENCE 4.3): integers signed (bpftrace sorts every 8-byte
 // integer key as int64), strings bytewise, tuples field by field.
@@ -100,6 +109,8 @@ void sort_by(std::vector<Entry>& entries, Key key) {
   std::stable_sort(entries.begin(), entries.end(),
                    [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
 }
+
+}  // namespace
 
 // Ascending order per REFERENCE 4.3. Ties keep the snapshot's order (bpftrace
 // leaves them in hash order; tests avoid ties).
@@ -153,6 +164,21 @@ void sort_entries(const MapSnapshot& map, std::vector<Entry>& entries) {
   }
 }
 
+std::vector<Entry> select_entries(const MapSnapshot& map, uint64_t top) {
+  std::vector<Entry> entries = map.entries;
+  sort_entries(map, entries);
+  if (top != 0 && entries.size() > top) {
+    entries.erase(entries.begin(), entries.end() - static_cast<std::ptrdiff_t>(top));
+  }
+  if (!map.keyed && entries.size() > 1) {
+    // A scalar map has one entry; bpftrace prints the first one it reaches.
+    entries.resize(1);
+  }
+  return entries;
+}
+
+namespace {
+
 // The text after "@m: " / "@m[k]: " for a one-line value.
 std::string value_text(const MapSnapshot& map, const Aggregate& a, uint64_t div) {
   switch (map.kind) {
@@ -185,16 +211,8 @@ std::string entry_name(const MapSnapshot& map, const Value& key) {
 }  // namespace
 
 std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div) {
-  std::vector<Entry> entries = map.entries;
-  sort_entries(map, entries);
-  if (top != 0 && entries.size() > top) {
-    entries.erase(entries.begin(), entries.end() - static_cast<std::ptrdiff_t>(top));
-  }
+  std::vector<Entry> entries = select_entries(map, top);
   if (div == 0) div = 1;
-  if (!map.keyed && entries.size() > 1) {
-    // A scalar map has one entry; bpftrace prints the first one it reaches.
-    entries.resize(1);
-  }
 
   std::string out;
   for (const auto& [key, agg] : entries) {

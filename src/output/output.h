@@ -116,4 +116,33 @@ std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& arg
 // epoch. Failure gives "(?)".
 std::string format_time(std::string_view fmt, uint64_t epoch_ns);
 
+// JSON (`-f json`, REFERENCE 6.8): bpftrace 0.26 NDJSON. Each json_* function
+// that prints a message returns one line ending in "\n".
+
+// A JSON string: quoted, with \" \\ \n \r \t and other bytes below 0x20 as
+// \u00XX; bytes >= 0x80 pass through unchanged.
+std::string json_string(std::string_view s);
+
+// A value as JSON data: integers as numbers, or as quoted decimal strings when
+// a double cannot hold them exactly; bool true/false; strings quoted; tuples
+// as unspaced arrays `[1,"b"]`; None as null.
+std::string json_value(const Value& v);
+
+// A map for print(@m, top, div) and at exit: `{"type": "map"|"hist"|"stats",
+// "data": {"@m": ...}}`, entries sorted and cut as map_text does. Empty
+// string for a map with no entries.
+std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0);
+
+// `{"type": "<type>", "data": "<text>"}` for printf, time, cat, join, syscall.
+std::string json_event(std::string_view type, std::string_view text);
+
+// print() of a non-map value: `{"type": "value", "data": <json_value>}`.
+std::string json_value_event(const Value& v);
+
+// `{"type": "attached_probes", "count": N, "data": {"probes": N}}`.
+std::string json_attached(uint64_t probes);
+
+// `{"type": "lost_events", "count": N, "data": {"events": N}}`.
+std::string json_lost(uint64_t events);
+
 }  // namespace bpfscope::output

@@ -21,6 +21,7 @@ inline constexpr uint32_t kQuietRingbuf = 256u << 10;
 struct Options {
   std::string output_file;   // -o: script output goes there
   bool quiet = false;        // -q
+  bool json = false;         // -f json: NDJSON messages (REFERENCE.md 6.8)
   bool verbose = false;      // -v
   bool dry_run = false;      // --dry-run: load, do not attach or run
   bool debug_verifier = false;  // -d verifier: print the kernel's log

@@ -33,6 +33,8 @@ bpf_prog_type prog_type(sema::ProbeKind k) {
     case sema::ProbeKind::Begin:
     case sema::ProbeKind::End: return BPF_PROG_TYPE_RAW_TRACEPOINT;
     case sema::ProbeKind::Tracepoint: return BPF_PROG_TYPE_TRACEPOINT;
+    case sema::ProbeKind::RawTracepoint: return BPF_PROG_TYPE_RAW_TRACEPOINT;
+    case sema::ProbeKind::Software:
     case sema::ProbeKind::Interval:
     case sema::ProbeKind::Profile:
     case sema::ProbeKind::Hardware: return BPF_PROG_TYPE_PERF_EVENT;
@@ -61,8 +63,10 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::Begin:
     case sema::ProbeKind::End:
     case sema::ProbeKind::Tracepoint:
+    case sema::ProbeKind::RawTracepoint:
     case sema::ProbeKind::Interval:
-    case sema::ProbeKind::Profile: return "";
+    case sema::ProbeKind::Profile:
+    case sema::ProbeKind::Software: return "";
   }
   std::unreachable();
 }
@@ -109,7 +113,12 @@ class Session {
 
     uint32_t attach_count = 0;
     for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
-    if (!o_.quiet) fmt::print(stderr, "Attached {} probe{}\n", attach_count, attach_count == 1 ? "" : "s");
+    if (!o_.quiet) {
+      if (o_.json)
+        emit_out(output::json_attached(attach_count));
+      else
+        fmt::print(stderr, "Attached {} probe{}\n", attach_count, attach_count == 1 ? "" : "s");
+    }
 
     run_kind(sema::ProbeKind::Begin);
     drain();
@@ -136,7 +145,7 @@ class Session {
     run_kind(sema::ProbeKind::End);
     drain();
     report_lost(true);
-    fmt::print(out_, "\n\n");
+    if (!o_.json) fmt::print(out_, "\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
     if (child_pid_ > 0 && !child_reaped_) {
@@ -299,6 +308,20 @@ class Session {
             links_.push_back(std::move(*link));
             break;
           }
+          case sema::ProbeKind::RawTracepoint: {
+            auto link = bpf::attach_raw_tracepoint(fd, t.format.event);
+            if (!link) return attach_error(t, link.error().message);
+            if (o_.verbose) fmt::print(stderr, "{}: raw tracepoint (BPF_RAW_TRACEPOINT_OPEN)\n", t.name);
+            links_.push_back(std::move(*link));
+            break;
+          }
+          case sema::ProbeKind::Software: {
+            auto links = bpf::attach_perf_software(fd, t.perf_config, t.period, false, -1);
+            if (!links) return attach_error(t, links.error().message);
+            if (o_.verbose) fmt::print(stderr, "{}: perf_event software on {} CPU(s)\n", t.name, links->size());
+            for (auto& l : *links) links_.push_back(std::move(l));
+            break;
+          }
           case sema::ProbeKind::Interval:
           case sema::ProbeKind::Profile: {
             int cpu = unit.kind == sema::ProbeKind::Interval ? 0 : -1;
@@ -326,6 +349,8 @@ class Session {
     return 255;
   }
 
+  void emit_out(std::string_view s) { fwrite(s.data(), 1, s.size(), out_); }
+
   static int on_record(void* ctx, void* data, size_t size) {
     return static_cast<Session*>(ctx)->record(static_cast<const uint8_t*>(data), size);
   }
@@ -343,7 +368,7 @@ class Session {
     switch (a.kind) {
       case sema::ActionKind::Printf: {
         std::string s = output::format_printf(a.printf_format, args);
-        fwrite(s.data(), 1, s.size(), out_);
+        emit_out(o_.json ? output::json_event("printf", s) : s);
         break;
       }
       case sema::ActionKind::Exit:
@@ -356,13 +381,11 @@ class Session {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_);
-        std::string s = output::map_text(snap, args[0].u, args[1].u);
-        fwrite(s.data(), 1, s.size(), out_);
+        emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u));
         break;
       }
       case sema::ActionKind::PrintValue: {
-        std::string s = output::to_text(args[0]) + "\n";
-        fwrite(s.data(), 1, s.size(), out_);
+        emit_out(o_.json ? output::json_value_event(args[0]) : output::to_text(args[0]) + "\n");
         break;
       }
       case sema::ActionKind::Clear:
@@ -373,7 +396,7 @@ class Session {
         break;
       case sema::ActionKind::Time: {
         std::string s = output::format_time(a.format, realtime_ns());
-        fwrite(s.data(), 1, s.size(), out_);
+        emit_out(o_.json ? output::json_event("time", s) : s);
         break;
       }
     }
@@ -397,7 +420,10 @@ class Session {
   void report_lost(bool final) {
     uint64_t total = lost_total();
     if (total > lost_reported_) {
-      fmt::print(stderr, "Lost {} events\n", total - lost_reported_);
+      if (o_.json)
+        emit_out(output::json_lost(total - lost_reported_));
+      else
+        fmt::print(stderr, "Lost {} events\n", total - lost_reported_);
       lost_reported_ = total;
     }
     if (final && total > 0) fmt::print(stderr, "WARNING: Total lost event count: {}\n", total);
@@ -450,9 +476,7 @@ class Session {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
       auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_);
-      std::string s = output::map_text(snap);
-      if (s.empty()) continue;
-      fwrite(s.data(), 1, s.size(), out_);
+      emit_out(o_.json ? output::json_map(snap) : output::map_text(snap));
     }
   }
 

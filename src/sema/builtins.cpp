@@ -18,6 +18,12 @@ constexpr std::array kBuiltins = {
     BuiltinRow{.name = "cpu", .id = Builtin::Cpu, .kind = TypeKind::Int, .size = 4, .is_signed = false},
     BuiltinRow{.name = "probe", .id = Builtin::Probe, .kind = TypeKind::String, .size = 0, .is_signed = false},
     BuiltinRow{.name = "args", .id = Builtin::Args, .kind = TypeKind::None, .size = 0, .is_signed = false},
+    BuiltinRow{.name = "rand", .id = Builtin::Rand, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "cgroup", .id = Builtin::Cgroup, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "cpid", .id = Builtin::Cpid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "jiffies", .id = Builtin::Jiffies, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "numaid", .id = Builtin::Numaid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "ncpus", .id = Builtin::Ncpus, .kind = TypeKind::Int, .size = 8, .is_signed = false},
 };
 
 constexpr std::array kFunctions = {
@@ -38,15 +44,33 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "stats", .id = Function::Stats, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "hist", .id = Function::Hist, .min_args = 1, .max_args = 2},
     FunctionRow{.name = "lhist", .id = Function::LHist, .min_args = 4, .max_args = 4},
+    FunctionRow{.name = "strncmp", .id = Function::Strncmp, .min_args = 3, .max_args = 3},
+    FunctionRow{.name = "strlen", .id = Function::Strlen, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "bswap", .id = Function::Bswap, .min_args = 1, .max_args = 1},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::LHist) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::Bswap) + 1, "one row per Function, in order");
 
 }  // namespace
+
+// arg0..arg15: the raw arguments of a raw tracepoint (int64 each).
+constexpr BuiltinRow kArgRow{.name = "argN", .id = Builtin::Arg, .kind = TypeKind::Int, .size = 8, .is_signed = true};
 
 const BuiltinRow* find_builtin(std::string_view name) {
   for (const auto& row : kBuiltins)
     if (row.name == name) return &row;
+  if (arg_index(name) >= 0) return &kArgRow;
   return nullptr;
+}
+
+int arg_index(std::string_view name) {
+  if (name.size() < 4 || name.size() > 5 || !name.starts_with("arg")) return -1;
+  int n = 0;
+  for (char c : name.substr(3)) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  if (name.size() == 5 && name[3] == '0') return -1;
+  return n < 16 ? n : -1;
 }
 
 const FunctionRow* find_function(std::string_view name) {
@@ -75,7 +99,10 @@ bool is_aggregation(Function f) {
     case Function::Zero:
     case Function::Delete:
     case Function::Time:
-    case Function::Str: return false;
+    case Function::Str:
+    case Function::Strncmp:
+    case Function::Strlen:
+    case Function::Bswap: return false;
   }
   std::unreachable();
 }

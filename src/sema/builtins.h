@@ -24,6 +24,8 @@ struct FunctionRow {
 };
 
 const BuiltinRow* find_builtin(std::string_view name);
+// N for "argN" (0-15), else -1.
+int arg_index(std::string_view name);
 const FunctionRow* find_function(std::string_view name);
 const FunctionRow& function_row(Function f);
 

@@ -634,6 +634,34 @@ class Checker {
         }
         return Type::string(cap);
       }
+      case Function::Strncmp: {
+        Type a = expr(e.args[0]), b = expr(e.args[1]);
+        auto n = constant(e.args[2]);
+        if (!a.is_string() || !b.is_string()) {
+          error(e.loc, "strncmp() compares two strings");
+          return Type::none();
+        }
+        if (!n || *n < 0) {
+          error(ast_.expr(e.args[2]).loc, "strncmp(): the length must be a non-negative integer constant");
+          return Type::none();
+        }
+        return Type::integer(8, true);
+      }
+      case Function::Strlen: {
+        if (!expr(e.args[0]).is_string()) {
+          error(ast_.expr(e.args[0]).loc, "strlen() expects a string");
+          return Type::none();
+        }
+        return Type::integer(8, false);
+      }
+      case Function::Bswap: {
+        Type t = expr(e.args[0]);
+        if (t.kind != TypeKind::Int) {
+          error(ast_.expr(e.args[0]).loc, fmt::format("bswap() expects an integer ({} provided)", t.name()));
+          return Type::none();
+        }
+        return Type::integer(t.size, false);
+      }
       case Function::Count:
       case Function::Sum:
       case Function::Avg:
@@ -806,6 +834,18 @@ class Checker {
           return set(id, Type::none());
         }
         out_.builtin_of[id] = b->id;
+        if (b->id == Builtin::Cpid && !out_.has_child) {
+          error(e.loc, "cpid cannot be used without a child command (-c)");
+          return set(id, Type::none());
+        }
+        if (b->id == Builtin::Arg) {
+          for (const auto& p : *points_) {
+            if (p.kind != ProbeKind::RawTracepoint) {
+              error(e.loc, fmt::format("{} is only available in rawtracepoint probes here", e.name));
+              return set(id, Type::none());
+            }
+          }
+        }
         if (b->id == Builtin::Args) {
           error(e.loc, "args must be used with a field: args.NAME");
           return set(id, Type::none());
@@ -1046,6 +1086,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   out.ast = &program;
   out.config = options.config;
   out.positional = options.positional;
+  out.has_child = options.has_child;
 
   // Resolve every attach point first: wildcards, formats, periods.
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());

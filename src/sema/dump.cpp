@@ -9,6 +9,8 @@ static const char* kind_name(ProbeKind k) {
     case ProbeKind::Begin: return "begin";
     case ProbeKind::End: return "end";
     case ProbeKind::Tracepoint: return "tracepoint";
+    case ProbeKind::RawTracepoint: return "rawtracepoint";
+    case ProbeKind::Software: return "software";
     case ProbeKind::Interval: return "interval";
     case ProbeKind::Profile: return "profile";
     case ProbeKind::Kprobe: return "kprobe";

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <algorithm>
 #include <charconv>
 
 namespace bpfscope::sema {
@@ -21,6 +22,10 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "end", .kind = ProbeKind::End, .canonical = "END"},
     ProviderRow{.name = "tracepoint", .kind = ProbeKind::Tracepoint, .canonical = "tracepoint"},
     ProviderRow{.name = "t", .kind = ProbeKind::Tracepoint, .canonical = "tracepoint"},
+    ProviderRow{.name = "rawtracepoint", .kind = ProbeKind::RawTracepoint, .canonical = "rawtracepoint"},
+    ProviderRow{.name = "rt", .kind = ProbeKind::RawTracepoint, .canonical = "rawtracepoint"},
+    ProviderRow{.name = "software", .kind = ProbeKind::Software, .canonical = "software"},
+    ProviderRow{.name = "s", .kind = ProbeKind::Software, .canonical = "software"},
     ProviderRow{.name = "interval", .kind = ProbeKind::Interval, .canonical = "interval"},
     ProviderRow{.name = "i", .kind = ProbeKind::Interval, .canonical = "interval"},
     ProviderRow{.name = "profile", .kind = ProbeKind::Profile, .canonical = "profile"},
@@ -101,6 +106,28 @@ std::optional<std::pair<uint64_t, bool>> parse_duration(std::string_view s) {
   return parse_period(s.substr(i), s.substr(0, i));
 }
 
+struct SoftwareEvent {
+  std::string_view name;
+  std::string_view alias;
+  uint64_t config;          // PERF_COUNT_SW_*
+  uint64_t default_count;   // bpftrace's defaults
+};
+
+// software:EVENT[:count] (REFERENCE.md section 2).
+constexpr std::array kSoftwareEvents = {
+    SoftwareEvent{"cpu-clock", "cpu", 0, 1000000},
+    SoftwareEvent{"task-clock", "", 1, 1000000},
+    SoftwareEvent{"page-faults", "faults", 2, 100},
+    SoftwareEvent{"context-switches", "cs", 3, 1000},
+    SoftwareEvent{"cpu-migrations", "", 4, 1},
+    SoftwareEvent{"minor-faults", "", 5, 100},
+    SoftwareEvent{"major-faults", "", 6, 1},
+    SoftwareEvent{"alignment-faults", "", 7, 1},
+    SoftwareEvent{"emulation-faults", "", 8, 1},
+    SoftwareEvent{"dummy", "", 9, 1},
+    SoftwareEvent{"bpf-output", "", 10, 1},
+};
+
 }  // namespace
 
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
@@ -150,6 +177,60 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         }
         out.targets.push_back({.name = "tracepoint:" + name, .format = std::move(*format), .loc = loc});
       }
+      return out;
+    }
+    case ProbeKind::RawTracepoint: {
+      // rawtracepoint:event or rawtracepoint:module:event (vmlinux only here).
+      std::string_view event = parts.size() == 2 ? parts[1] : parts.size() == 3 ? parts[2] : std::string_view{};
+      if (event.empty()) {
+        diags.error(loc, "rawtracepoint probe must name an event: rawtracepoint:event");
+        return std::nullopt;
+      }
+      auto names = bpf::list_tracepoints("*", event);
+      if (!names || names->empty()) {
+        diags.error(loc, fmt::format("raw tracepoint not found: {}", event));
+        return std::nullopt;
+      }
+      // The kernel attaches raw tracepoints by event name alone.
+      std::vector<std::string> events;
+      for (const auto& n : *names) {
+        std::string ev = n.substr(n.find(':') + 1);
+        if (std::find(events.begin(), events.end(), ev) == events.end()) events.push_back(ev);
+      }
+      for (const auto& ev : events) {
+        AttachTarget t{.name = "rawtracepoint:" + ev, .format = {}, .loc = loc};
+        t.format.event = ev;
+        out.targets.push_back(std::move(t));
+      }
+      return out;
+    }
+    case ProbeKind::Software: {
+      if (parts.size() < 2 || parts.size() > 3) {
+        diags.error(loc, "software probe must be software:EVENT or software:EVENT:COUNT");
+        return std::nullopt;
+      }
+      const SoftwareEvent* ev = nullptr;
+      for (const auto& e : kSoftwareEvents)
+        if (e.name == parts[1] || (!e.alias.empty() && e.alias == parts[1])) ev = &e;
+      if (!ev) {
+        diags.error(loc, fmt::format("unknown software event: {}", parts[1]));
+        return std::nullopt;
+      }
+      uint64_t count = ev->default_count;
+      if (parts.size() == 3) {
+        auto n = parse_u64(parts[2]);
+        if (!n || *n == 0) {
+          diags.error(loc, fmt::format("software probe count must be a positive integer: {}", parts[2]));
+          return std::nullopt;
+        }
+        count = *n;
+      }
+      out.targets.push_back({.name = fmt::format("software:{}:{}", parts[1], count),
+                             .format = {},
+                             .period = count,
+                             .freq = false,
+                             .perf_config = ev->config,
+                             .loc = loc});
       return out;
     }
     case ProbeKind::Interval:

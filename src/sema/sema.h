@@ -17,14 +17,19 @@
 namespace bpfscope::sema {
 
 // ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
-enum class ProbeKind { Begin, End, Tracepoint, Interval, Profile, Kprobe, Kretprobe, Fentry, Fexit, Hardware };
+enum class ProbeKind {
+  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software,
+  Kprobe, Kretprobe, Fentry, Fexit, Hardware,
+};
 
 // One expanded attach point.
 struct AttachTarget {
   std::string name;              // full name as `probe` prints it: "tracepoint:syscalls:sys_enter_read"
   bpf::TracepointFormat format;  // Tracepoint
-  uint64_t period = 0;           // Interval/Profile: period in ns, or frequency when freq
+  uint64_t period = 0;           // Interval/Profile: period in ns, or frequency when freq;
+                                 // Software: the event count between samples
   bool freq = false;
+  uint64_t perf_config = 0;      // Software: PERF_COUNT_SW_*
   lang::Loc loc;                 // the attach point in the source
 };
 
@@ -53,12 +58,16 @@ struct MapInfo {
 };
 
 // ORDER Builtin: the builtin table in builtins.cpp has one row per kind.
-enum class Builtin { None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args };
+enum class Builtin {
+  None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
+  Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
+};
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.
 enum class Function {
   None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
+  Strncmp, Strlen, Bswap,
 };
 
 bool is_aggregation(Function f);
@@ -100,6 +109,7 @@ struct TypedProgram {
   std::vector<ProgramUnit> units;
   Config config;
   std::vector<std::string> positional;  // $1..$N as given
+  bool has_child = false;               // -c: cpid is defined
   bool has_end = false;
   bool only_begin_end = true;  // auto-exit after BEGIN (0.24)
   // Output actions (printf, print, time) sent from probes other than
@@ -112,6 +122,7 @@ struct TypedProgram {
 
 struct Options {
   std::vector<std::string> positional;
+  bool has_child = false;  // -c given: cpid is defined
   Config config;
   bool dry_run = false;  // attach points are still resolved
 };

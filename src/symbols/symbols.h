@@ -1,6 +1,118 @@
 // Symbols: kernel symbols from /proc/kallsyms, ELF symbol tables of binaries
-// and libraries (uprobe offsets, user stacks), library name resolution
-// through ld.so.cache. Depends on no other bpfscope stage.
+// and libraries (uprobe offsets, user stacks, USDT notes), library name
+// resolution through ld.so.cache, C++ demangling. Depends on no other bpfscope
+// stage.
 #pragma once
 
-namespace bpfscope::symbols {}  // namespace bpfscope::symbols
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace bpfscope::symbols {
+
+// Formats an address that no symbol covers, as ksym/usym and stacks print it:
+// "0x1234" (and "0" for 0).
+std::string hex_address(uint64_t addr);
+
+// Text symbols (types t/T) of /proc/kallsyms, loaded on first use. Safe to
+// share between threads.
+class KernelSymbols {
+ public:
+  explicit KernelSymbols(std::string path = "/proc/kallsyms");
+
+  // The symbol containing addr, without offset (ksym()).
+  std::optional<std::string> name(uint64_t addr) const;
+  // "sym+off" with a decimal offset as bpftrace stacks print ("do_nanosleep+16",
+  // "do_nanosleep+0"), else hex_address(addr).
+  std::string with_offset(uint64_t addr) const;
+  // The address of a text symbol (the first one of that name).
+  std::optional<uint64_t> address(std::string_view name) const;
+  // Number of text symbols loaded (0 if the file is unreadable).
+  size_t size() const;
+
+ private:
+  struct Sym {
+    uint64_t addr;
+    std::string name;
+  };
+  void load() const;
+  const Sym* find(uint64_t addr) const;
+
+  std::string path_;
+  mutable std::once_flag once_;
+  mutable std::vector<Sym> syms_;  // sorted by address
+  mutable std::unordered_map<std::string_view, uint64_t> by_name_;
+};
+
+// One SystemTap SDT probe from .note.stapsdt.
+struct UsdtProbe {
+  std::string provider;
+  std::string name;
+  uint64_t pc = 0;         // file offset of the probe site (the uprobe offset)
+  uint64_t pc_vaddr = 0;   // its virtual address (adjusted by .stapsdt.base)
+  uint64_t base = 0;       // the note's .stapsdt.base address
+  uint64_t semaphore = 0;  // file offset of the semaphore (ref_ctr_offset), 0 if none
+  uint64_t semaphore_vaddr = 0;
+  std::string args;        // argument spec, e.g. "8@%rbp 8@%r12 -4@%eax"
+};
+
+// Function symbols (STT_FUNC/STT_GNU_IFUNC, defined) of .symtab and .dynsym of
+// one ELF file, its PT_LOAD segments and USDT notes.
+class ElfSymbols {
+ public:
+  static std::expected<ElfSymbols, std::string> load(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  // The uprobe offset of func: its vaddr converted to a file offset through the
+  // PT_LOAD segment containing it.
+  std::optional<uint64_t> file_offset(std::string_view func) const;
+  std::optional<uint64_t> vaddr(std::string_view func) const;
+  // Converts a virtual address to a file offset (PT_LOAD segments).
+  std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+  // Sorted, unique function names matching a glob (*, ?, [..]).
+  std::vector<std::string> match(std::string_view glob) const;
+  // The function containing vaddr (for user stacks / usym()).
+  std::optional<std::string> name_at(uint64_t vaddr) const;
+  // "func+off" (decimal, as bpftrace stacks; "+0" included), else hex_address.
+  std::string name_at_with_offset(uint64_t vaddr) const;
+  const std::vector<UsdtProbe>& usdt() const { return usdt_; }
+  size_t size() const { return funcs_.size(); }
+
+ private:
+  struct Func {
+    uint64_t addr;
+    uint64_t size;
+    std::string name;
+  };
+  struct Segment {
+    uint64_t vaddr, memsz, filesz, offset;
+  };
+  const Func* find(uint64_t vaddr) const;
+
+  std::string path_;
+  std::vector<Func> funcs_;  // sorted by address
+  std::unordered_map<std::string, uint64_t> by_name_;
+  std::vector<Segment> segments_;
+  std::vector<UsdtProbe> usdt_;
+};
+
+// A process-wide cache of loaded ELF files, keyed by path.
+std::expected<std::shared_ptr<const ElfSymbols>, std::string> cached_elf(const std::string& path);
+
+// A uprobe/usdt target: a path containing '/' if it exists; a program name
+// found in PATH; a library name ("libc", "libc.so.6") from /etc/ld.so.cache.
+std::optional<std::string> resolve_binary(std::string_view name);
+// The ld.so.cache lookup alone (cache file configurable for tests).
+std::optional<std::string> find_library(std::string_view name,
+                                        const std::string& cache = "/etc/ld.so.cache");
+
+// Demangles an Itanium C++ name; returns the input when it is not mangled.
+std::string demangle(std::string_view name);
+
+}  // namespace bpfscope::symbols

@@ -65,6 +65,8 @@ std::string disassemble(const Program& p) {
         std::string w = cls == BPF_ALU ? "w" : "r";
         if (op == BPF_NEG)
           text = fmt::format("{}{} = -{}{}", w, i.dst_reg, w, i.dst_reg);
+        else if (op == BPF_END)
+          text = fmt::format("r{} = be{} r{}", i.dst_reg, i.imm, i.dst_reg);
         else if (BPF_SRC(i.code) == BPF_X)
           text = fmt::format("{}{} {} {}{}", w, i.dst_reg, alu_name(op), w, i.src_reg);
         else

@@ -45,6 +45,7 @@ uint8_t alu_code(ir::AluOp op) {
     case ir::AluOp::Rsh: return BPF_RSH;
     case ir::AluOp::Arsh: return BPF_ARSH;
     case ir::AluOp::Neg: return BPF_NEG;
+    case ir::AluOp::Bswap: return BPF_END;
   }
   std::unreachable();
 }
@@ -212,6 +213,14 @@ class Emitter {
         if (i.alu == ir::AluOp::Neg) {
           load_into(d, i.a);
           put(insn(BPF_ALU64 | BPF_NEG, d, 0, 0, 0));
+          write_back(i.dst, d);
+          return "";
+        }
+        if (i.alu == ir::AluOp::Bswap) {
+          // BPF_END to big endian swaps on this little-endian target and
+          // zero-extends the low imm bits.
+          load_into(d, i.a);
+          put(insn(BPF_ALU | BPF_END | BPF_TO_BE, d, 0, 0, static_cast<int32_t>(i.imm)));
           write_back(i.dst, d);
           return "";
         }

@@ -1,0 +1,266 @@
+// bpftrace 0.26 NDJSON output (`-f json`, REFERENCE 6.8): output/json.cpp
+// (JsonEmitter, JsonOutput) and types_format.cpp (build_histogram,
+// build_linear_histogram, format(BpfMap)).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "output/map_common.h"
+#include "output/output.h"
+
+namespace bpfscope::output {
+
+namespace {
+
+// True when a double holds v exactly (bpftrace: T(double(v)) == v), i.e. v
+// has at most 53 significant bits.
+bool double_exact(uint64_t magnitude) {
+  if (magnitude == 0) return true;
+  const int width = 64 - __builtin_clzll(magnitude) - __builtin_ctzll(magnitude);
+  return width <= 53;
+}
+
+std::string json_int(int64_t v) {
+  const uint64_t mag = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  std::string s = fmt::format("{}", v);
+  return double_exact(mag) ? s : json_string(s);
+}
+
+std::string json_uint(uint64_t v) {
+  std::string s = fmt::format("{}", v);
+  return double_exact(v) ? s : json_string(s);
+}
+
+// A map key as a JSON object key: the text form, the outer parentheses of a
+// tuple dropped, and every space removed (0.26 erases ' ' from the whole key
+// text, including spaces inside string keys).
+std::string json_key(const Value& key) {
+  std::string s = to_text(key);
+  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
+  std::erase(s, ' ');
+  return json_string(s);
+}
+
+// One histogram bucket bound as bpftrace labels it: label(i) is the exclusive
+// upper bound of bucket i and the lower bound of bucket i + 1.
+struct Bucket {
+  std::optional<int64_t> min;    // absent for the underflow bucket
+  std::optional<int64_t> max;    // absent for the lhist overflow bucket
+  std::optional<uint64_t> umin;  // hist lower bounds are unsigned
+  std::optional<uint64_t> umax;
+};
+
+// hist(n, k) label of index i (types_format.cpp hist_index_label): i for
+// i <= 2^(k+1), else 2^power * (2^k + interval).
+uint64_t hist_label(size_t i, int k) {
+  const uint64_t n = uint64_t{1} << k;
+  if (i <= 2 * n) return i;
+  const uint64_t interval = i & (n - 1);
+  const uint64_t power = (i >> k) - 1;
+  if (power >= 64) return UINT64_MAX;
+  const unsigned __int128 v = (static_cast<unsigned __int128>(1) << power) * (n + interval);
+  return v > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v);
+}
+
+std::string bucket_json(const std::optional<std::string>& min, const std::optional<std::string>& max,
+                        uint64_t count) {
+  std::string out = "{";
+  if (min) out += "\"min\": " + *min + ", ";
+  if (max) out += "\"max\": " + *max + ", ";
+  out += fmt::format("\"count\": {}}}", count);
+  return out;
+}
+
+// First and last non-empty bucket among the first n, or nullopt.
+std::optional<std::pair<size_t, size_t>> nonempty_range(const std::vector<uint64_t>& b, size_t n) {
+  n = std::min(n, b.size());
+  std::optional<std::pair<size_t, size_t>> r;
+  for (size_t i = 0; i < n; i++) {
+    if (b[i] == 0) continue;
+    if (!r) r.emplace(i, i);
+    r->second = i;
+  }
+  return r;
+}
+
+int clamp_bits(int bits) { return std::clamp(bits, 0, 5); }
+
+std::string hist_json(const std::vector<uint64_t>& buckets, int bits, uint64_t div) {
+  const int k = clamp_bits(bits);
+  const auto range = nonempty_range(buckets, hist_bucket_count(k));
+  if (!range) return "[]";
+  std::string out = "[";
+  for (size_t i = range->first; i <= range->second; i++) {
+    if (i != range->first) out += ",";
+    std::optional<std::string> min;
+    if (i > 0) min = json_uint(hist_label(i - 1, k));
+    // max = label - 1 as int64 (bpftrace one_less); index 0's label is 0.
+    const uint64_t label = i == 0 ? 0 : hist_label(i, k);
+    const std::string max = json_int(static_cast<int64_t>(label - 1));
+    out += bucket_json(min, max, buckets[i] / div);
+  }
+  return out + "]";
+}
+
+// lhist label of index i: min + i * step, or nullopt past max (the overflow
+// bucket has no upper bound).
+std::optional<int64_t> lhist_label(size_t i, int64_t min, int64_t max, int64_t step) {
+  int64_t offset = 0;
+  int64_t bound = 0;
+  if (__builtin_mul_overflow(static_cast<int64_t>(i), step, &offset) ||
+      __builtin_add_overflow(min, offset, &bound) || bound > max) {
+    return std::nullopt;
+  }
+  return bound;
+}
+
+std::string lhist_json(const std::vector<uint64_t>& buckets, int64_t lmin, int64_t lmax,
+                       int64_t step) {
+  if (step <= 0) step = 1;
+  if (lmax < lmin) lmax = lmin;
+  const auto range = nonempty_range(buckets, lhist_bucket_count(lmin, lmax, step));
+  if (!range) return "[]";
+  std::string out = "[";
+  for (size_t i = range->first; i <= range->second; i++) {
+    if (i != range->first) out += ",";
+    std::optional<std::string> min;
+    std::optional<std::string> max;
+    if (i > 0) {
+      if (auto lo = lhist_label(i - 1, lmin, lmax, step)) min = json_int(*lo);
+    }
+    if (auto hi = lhist_label(i, lmin, lmax, step)) max = json_int(*hi - 1);
+    out += bucket_json(min, max, buckets[i]);  // div has no effect on lhist (0.26)
+  }
+  return out + "]";
+}
+
+// The JSON of one entry's value.
+std::string aggregate_json(const MapSnapshot& map, const Aggregate& a, uint64_t div) {
+  switch (map.kind) {
+    case AggKind::Plain:
+    case AggKind::Count:
+    case AggKind::Sum:
+    case AggKind::Min:
+    case AggKind::Max:
+      return json_value(divide(a.value, div));
+    case AggKind::Avg:
+      return json_value(divide(average(a, map.value_signed), div));
+    case AggKind::Stats:
+      return fmt::format("{{\"count\": {}, \"average\": {}, \"total\": {}}}",
+                         json_value(stat_number(a.count, map.value_signed)),
+                         json_value(divide(average(a, map.value_signed), div)),
+                         json_value(stat_number(a.total, map.value_signed)));
+    case AggKind::Hist:
+      return hist_json(a.buckets, map.hist.bits, div);
+    case AggKind::LHist:
+      return lhist_json(a.buckets, map.hist.min, map.hist.max, map.hist.step);
+  }
+  return "null";
+}
+
+std::string_view map_type(AggKind kind) {
+  switch (kind) {
+    case AggKind::Avg:
+    case AggKind::Stats:
+      return "stats";
+    case AggKind::Hist:
+    case AggKind::LHist:
+      return "hist";
+    case AggKind::Plain:
+    case AggKind::Count:
+    case AggKind::Sum:
+    case AggKind::Min:
+    case AggKind::Max:
+      break;
+  }
+  return "map";
+}
+
+}  // namespace
+
+std::string json_string(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) <= 0x1f) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string json_value(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::None:
+      return "null";
+    case Value::Kind::Int:
+      return json_int(v.i);
+    case Value::Kind::UInt:
+      return json_uint(v.u);
+    case Value::Kind::Bool:
+      return v.i != 0 ? "true" : "false";
+    case Value::Kind::String:
+      return json_string(v.s);
+    case Value::Kind::Tuple: {
+      std::string out = "[";
+      for (size_t i = 0; i < v.elems.size(); i++) {
+        if (i != 0) out += ",";
+        out += json_value(v.elems[i]);
+      }
+      return out + "]";
+    }
+  }
+  return "null";
+}
+
+std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div) {
+  const auto entries = select_entries(map, top);
+  if (entries.empty()) return "";
+  if (div == 0) div = 1;
+  std::string data;
+  if (!map.keyed) {
+    data = aggregate_json(map, entries.front().second, div);
+  } else {
+    data = "{";
+    for (size_t i = 0; i < entries.size(); i++) {
+      if (i != 0) data += ", ";
+      data += json_key(entries[i].first) + ": " + aggregate_json(map, entries[i].second, div);
+    }
+    data += "}";
+  }
+  return fmt::format("{{\"type\": \"{}\", \"data\": {{{}: {}}}}}\n", map_type(map.kind),
+                     json_string(map.name), data);
+}
+
+std::string json_event(std::string_view type, std::string_view text) {
+  return fmt::format("{{\"type\": {}, \"data\": {}}}\n", json_string(type), json_string(text));
+}
+
+std::string json_value_event(const Value& v) {
+  return fmt::format("{{\"type\": \"value\", \"data\": {}}}\n", json_value(v));
+}
+
+std::string json_attached(uint64_t probes) {
+  return fmt::format("{{\"type\": \"attached_probes\", \"count\": {0}, \"data\": {{\"probes\": {0}}}}}\n",
+                     probes);
+}
+
+std::string json_lost(uint64_t events) {
+  return fmt::format("{{\"type\": \"lost_events\", \"count\": {0}, \"data\": {{\"events\": {0}}}}}\n",
+                     events);
+}
+
+}  // namespace bpfscope::output

@@ -1,0 +1,31 @@
+// Internal to src/output: map helpers shared by the text and JSON renderers.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "output/output.h"
+
+namespace bpfscope::output {
+
+// Signed value / div with div > 0, safe for any uint64 div.
+int64_t div_signed(int64_t v, uint64_t div);
+
+// v / div for Int and UInt values (div > 0); other kinds are returned as is.
+Value divide(const Value& v, uint64_t div);
+
+// avg()/stats() average: total / count truncated toward zero, 0 when empty.
+Value average(const Aggregate& a, bool is_signed);
+
+// A stats count or total as a signed or unsigned value.
+Value stat_number(int64_t n, bool is_signed);
+
+// Ascending order per REFERENCE 4.3 (stable: ties keep the snapshot's order).
+void sort_entries(const MapSnapshot& map, std::vector<std::pair<Value, Aggregate>>& entries);
+
+// The entries print(@m, top) shows, in print order: sorted, the last `top`
+// kept (0 = all), a scalar map cut to its one entry.
+std::vector<std::pair<Value, Aggregate>> select_entries(const MapSnapshot& map, uint64_t top);
+
+}  // namespace bpfscope::output

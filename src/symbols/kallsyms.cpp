@@ -1,0 +1,82 @@
+// KernelSymbols: text symbols of /proc/kallsyms.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "symbols/symbols.h"
+
+namespace bpfscope::symbols {
+
+KernelSymbols::KernelSymbols(std::string path) : path_(std::move(path)) {}
+
+void KernelSymbols::load() const {
+  std::call_once(once_, [this] {
+    std::ifstream in(path_);
+    std::string line;
+    while (std::getline(in, line)) {
+      // "ffffffff8226ce00 t do_nanosleep" or "... t name\t[module]"
+      size_t sp1 = line.find(' ');
+      if (sp1 == std::string::npos || sp1 + 3 >= line.size() || line[sp1 + 2] != ' ') continue;
+      char type = line[sp1 + 1];
+      if (type != 't' && type != 'T') continue;
+      size_t start = sp1 + 3;
+      size_t end = line.find_first_of(" \t", start);
+      std::string name = line.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (name.empty()) continue;
+      uint64_t addr = 0;
+      try {
+        addr = std::stoull(line.substr(0, sp1), nullptr, 16);
+      } catch (...) {
+        continue;
+      }
+      if (addr == 0) continue;  // kptr_restrict hides addresses
+      syms_.push_back({addr, std::move(name)});
+    }
+    std::stable_sort(syms_.begin(), syms_.end(),
+                     [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
+    by_name_.reserve(syms_.size());
+    for (const Sym& s : syms_) by_name_.emplace(s.name, s.addr);  // keeps the first
+  });
+}
+
+const KernelSymbols::Sym* KernelSymbols::find(uint64_t addr) const {
+  load();
+  auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
+                             [](uint64_t a, const Sym& s) { return a < s.addr; });
+  if (it == syms_.begin()) return nullptr;
+  --it;
+  // No sizes in kallsyms: the last symbol covers only its own address.
+  if (it + 1 == syms_.end() && addr != it->addr) return nullptr;
+  // Of several symbols at one address, take the first listed.
+  uint64_t a = it->addr;
+  while (it != syms_.begin() && (it - 1)->addr == a) --it;
+  return &*it;
+}
+
+std::optional<std::string> KernelSymbols::name(uint64_t addr) const {
+  const Sym* s = find(addr);
+  if (!s) return std::nullopt;
+  return s->name;
+}
+
+std::string KernelSymbols::with_offset(uint64_t addr) const {
+  const Sym* s = find(addr);
+  if (!s) return hex_address(addr);
+  return fmt::format("{}+{}", s->name, addr - s->addr);
+}
+
+std::optional<uint64_t> KernelSymbols::address(std::string_view name) const {
+  load();
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t KernelSymbols::size() const {
+  load();
+  return syms_.size();
+}
+
+}  // namespace bpfscope::symbols
