@@ -389,7 +389,9 @@ class Lowerer {
     switch (e.kind) {
       case ExprKind::Integer: return constant(static_cast<int64_t>(e.ival), t);
       case ExprKind::String: return string_literal(e.sval);
-      case ExprKind::Identifier: return builtin(id, t);
+      case ExprKind::Identifier:
+        if (p_.const_of[id]) return constant(*p_.const_of[id], t);
+        return builtin(id, t);
       case ExprKind::Positional: {
         if (e.ival == 0 || e.ival > p_.positional.size()) return constant(0, t);
         const auto& s = p_.positional[e.ival - 1];
@@ -493,6 +495,11 @@ class Lowerer {
       }
       case ExprKind::Field: {
         if (p_.builtin_of[e.args[0]] == sema::Builtin::Args) return args_field(e, t);
+        const Type& base_type = p_.type_of(e.args[0]);
+        if (base_type.is_record() || (base_type.is_pointer && base_type.btf_id != 0)) {
+          Val base = expr(e.args[0]);
+          return read_kernel_field(materialize_int(base), p_.field_of[id], t);
+        }
         // Tuple element.
         Val base = expr(e.args[0]);
         base = addressable(base);
@@ -523,9 +530,9 @@ class Lowerer {
         return Val{.reg = p, .type = t};
       }
       case ExprKind::IncDec: return inc_dec(e, t);
-      case ExprKind::Index:
       case ExprKind::Sizeof:
-      case ExprKind::Offsetof: std::unreachable();  // rejected by sema
+      case ExprKind::Offsetof: return constant(p_.const_of[id].value_or(0), t);
+      case ExprKind::Index: std::unreachable();  // rejected by sema
     }
     std::unreachable();
   }
@@ -610,6 +617,20 @@ class Lowerer {
       case sema::Builtin::Jiffies: return int_val(b_.call(BPF_FUNC_jiffies64, {}), t);
       case sema::Builtin::Numaid: return int_val(b_.call(BPF_FUNC_get_numa_node_id, {}), t);
       case sema::Builtin::Cpid: return constant(opts_.cpid, t);
+      case sema::Builtin::Curtask: return int_val(b_.call(BPF_FUNC_get_current_task, {}), t);
+      case sema::Builtin::Ppid:
+      case sema::Builtin::Pcomm: {
+        // curtask->real_parent->tgid / ->comm, with offsets from BTF.
+        const auto& btf = *p_.btf;
+        auto task = btf.find_struct("task_struct");
+        auto parent = task ? btf.find_member(*task, "real_parent") : std::nullopt;
+        auto field = task ? btf.find_member(*task, p_.builtin_of[id] == sema::Builtin::Ppid ? "tgid" : "comm")
+                          : std::nullopt;
+        if (!parent || !field) return constant(0, t);  // sema loaded BTF already; cannot happen
+        VregId cur = b_.call(BPF_FUNC_get_current_task, {});
+        Val p = read_kernel_field(cur, sema::FieldAccess{.offset = parent->bit_offset / 8}, Type::integer(8, false));
+        return read_kernel_field(p.reg, sema::FieldAccess{.offset = field->bit_offset / 8}, t);
+      }
       case sema::Builtin::Ncpus: return constant(opts_.online_cpus, t);
       case sema::Builtin::Arg: {
         // A raw tracepoint's context is the array of its u64 arguments.
@@ -1154,6 +1175,35 @@ class Lowerer {
     VregId nv = b_.alu_imm(AluOp::Add, old.reg, delta);
     map_write_key(e.args[0], key, int_val(nv, t));
     return int_val(post ? old.reg : nv, t);
+  }
+
+  // Reads a field of a kernel struct at base + f.offset with
+  // bpf_probe_read_kernel (which zero-fills on a fault, so a NULL base reads
+  // as 0). Structs are not read: their address is the value.
+  Val read_kernel_field(VregId base, const sema::FieldAccess& f, const Type& t) {
+    VregId addr = f.offset ? b_.alu_imm(AluOp::Add, base, f.offset) : base;
+    if (t.is_record()) return Val{.reg = addr, .type = t};
+    if (t.is_string()) {
+      uint32_t off = alloc(t.mem_size());
+      VregId buf = scratch_ptr(off);
+      zero(buf, 0, t.mem_size());
+      b_.call(BPF_FUNC_probe_read_kernel, {buf, b_.imm(t.size), addr});
+      return Val{.reg = buf, .type = t};
+    }
+    uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.size;
+    uint32_t off = alloc(8);
+    VregId tmp = scratch_ptr(off);
+    b_.store_imm(8, tmp, 0, 0);
+    b_.call(BPF_FUNC_probe_read_kernel, {tmp, b_.imm(size), addr});
+    if (f.bits) {
+      VregId v = b_.load(8, tmp, 0);
+      if (f.shift) v = b_.alu_imm(AluOp::Rsh, v, f.shift);
+      // Keep the low `bits` bits.
+      VregId hi = b_.alu_imm(AluOp::Lsh, v, 64 - f.bits);
+      return int_val(b_.alu_imm(AluOp::Rsh, hi, 64 - f.bits), t);
+    }
+    uint8_t width = t.is_pointer ? 8 : static_cast<uint8_t>(t.size);
+    return int_val(extend(b_.load(width, tmp, 0), width, t.is_signed), t);
   }
 
   // ---- memory ----

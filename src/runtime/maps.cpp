@@ -8,7 +8,8 @@ namespace bpfscope::runtime {
 
 output::Value decode(const sema::Type& t, const uint8_t* p) {
   switch (t.kind) {
-    case sema::TypeKind::None: return {};
+    case sema::TypeKind::None:
+    case sema::TypeKind::Record: return {};  // a struct is never stored (sema rejects it)
     case sema::TypeKind::Bool: {
       uint64_t v;
       std::memcpy(&v, p, 8);

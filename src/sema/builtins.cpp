@@ -24,6 +24,9 @@ constexpr std::array kBuiltins = {
     BuiltinRow{.name = "jiffies", .id = Builtin::Jiffies, .kind = TypeKind::Int, .size = 8, .is_signed = false},
     BuiltinRow{.name = "numaid", .id = Builtin::Numaid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
     BuiltinRow{.name = "ncpus", .id = Builtin::Ncpus, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "curtask", .id = Builtin::Curtask, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "ppid", .id = Builtin::Ppid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
+    BuiltinRow{.name = "pcomm", .id = Builtin::Pcomm, .kind = TypeKind::String, .size = 16, .is_signed = false},
 };
 
 constexpr std::array kFunctions = {

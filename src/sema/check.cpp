@@ -224,6 +224,10 @@ class Checker {
       error(value.loc, "expression has no value to assign");
       return;
     }
+    if (vt.is_record()) {
+      error(value.loc, "a struct cannot be stored yet; store one of its fields, or a pointer to it");
+      return;
+    }
     if (s.op != Op::None && !vt.is_int()) {
       error(value.loc, fmt::format("compound assignment needs an integer, not {}", vt.name()));
       return;
@@ -501,6 +505,83 @@ class Checker {
     return false;
   }
 
+  // `struct NAME *` as a type.
+  Type pointer_to(std::string_view name, lang::Loc loc) {
+    auto sid = out_.btf->find_struct(name);
+    if (!sid) {
+      if (auto err = out_.btf->load(); !err)
+        error(loc, fmt::format("Cannot resolve struct {}: kernel BTF is unavailable ({})", name, err.error().message));
+      else
+        error(loc, fmt::format("Cannot resolve unknown type \"{}{}\"",
+                               name.starts_with("struct ") || name.starts_with("union ") ? "" : "struct ", name));
+      return Type::none();
+    }
+    Type t = Type::integer(8, false);
+    t.is_pointer = true;
+    t.addr_space = AddrSpace::Kernel;
+    t.btf_id = *sid;
+    return t;
+  }
+
+  // The type of a BTF member as a bpfscope value.
+  std::optional<Type> btf_value_type(uint32_t type_id) {
+    auto bt = out_.btf->type(type_id);
+    if (!bt) return std::nullopt;
+    using K = bpf::BtfType::Kind;
+    switch (bt->kind) {
+      case K::Int:
+      case K::Enum:
+        if (bt->size == 1 || bt->size == 2 || bt->size == 4 || bt->size == 8) return Type::integer(bt->size, bt->is_signed);
+        return std::nullopt;
+      case K::Pointer: {
+        Type t = Type::integer(8, false);
+        t.is_pointer = true;
+        t.addr_space = AddrSpace::Kernel;
+        auto target = out_.btf->type(bt->target);
+        if (target && (target->kind == K::Struct || target->kind == K::Union)) t.btf_id = target->id;
+        return t;
+      }
+      case K::Array: {
+        auto elem = out_.btf->type(bt->target);
+        if (elem && elem->kind == K::Int && elem->size == 1 && bt->count > 0) return Type::string(bt->count);
+        return std::nullopt;
+      }
+      case K::Struct:
+      case K::Union: {
+        Type t;
+        t.kind = TypeKind::Record;
+        t.btf_id = bt->id;
+        t.size = bt->size;
+        return t;
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  Type btf_field(ExprId id, const Expr& e, const Type& base) {
+    uint32_t sid = base.btf_id;
+    auto m = out_.btf->find_member(sid, e.name);
+    if (!m) {
+      error(e.loc, fmt::format("Struct/union of type '{}' does not contain a field named '{}'",
+                               out_.btf->type_name(sid), e.name));
+      return Type::none();
+    }
+    auto t = btf_value_type(m->type_id);
+    if (!t) {
+      error(e.loc, fmt::format("field '{}' has a type bpfscope cannot read yet: {}", e.name,
+                               out_.btf->type_name(m->type_id)));
+      return Type::none();
+    }
+    FieldAccess f;
+    f.offset = m->bit_offset / 8;
+    if (m->bitfield_size) {
+      f.bits = m->bitfield_size;
+      f.shift = m->bit_offset % 8;
+    }
+    out_.field_of[id] = f;
+    return *t;
+  }
+
   Type call(ExprId id) {
     const Expr& e = ast_.expr(id);
     const FunctionRow* row = find_function(e.name);
@@ -705,7 +786,7 @@ class Checker {
     for (size_t i = 0; i < supplied; ++i) {
       Type t = expr(e.args[i + 1]);
       const auto& spec = format.specs[i];
-      bool ok = t.kind != TypeKind::None;
+      bool ok = t.kind != TypeKind::None && !t.is_record();
       if (spec.wants == output::PrintfSpec::ArgKind::Integer && !t.is_int()) ok = false;
       if (spec.wants == output::PrintfSpec::ArgKind::String && !t.is_string()) ok = false;
       if (!ok) {
@@ -830,8 +911,17 @@ class Checker {
       case ExprKind::Identifier: {
         const BuiltinRow* b = find_builtin(e.name);
         if (!b) {
+          // An enum constant from the kernel's BTF (TCP_ESTABLISHED).
+          if (auto v = out_.btf->enum_value(e.name)) {
+            out_.const_of[id] = *v;
+            return set(id, Type::integer(8, true));
+          }
           error(e.loc, fmt::format("Unknown identifier: '{}'", e.name));
           return set(id, Type::none());
+        }
+        if (b->id == Builtin::Curtask) {
+          out_.builtin_of[id] = b->id;
+          return set(id, pointer_to("task_struct", e.loc));
         }
         out_.builtin_of[id] = b->id;
         if (b->id == Builtin::Cpid && !out_.has_child) {
@@ -948,6 +1038,9 @@ class Checker {
           return set(id, args_field(e));
         }
         Type bt = expr(e.args[0]);
+        if (bt.is_record() || (bt.kind == TypeKind::Int && bt.is_pointer && bt.btf_id != 0)) {
+          return set(id, btf_field(id, e, bt));
+        }
         if (bt.is_tuple()) {
           uint64_t idx = 0;
           auto [p, ec] = std::from_chars(e.name.data(), e.name.data() + e.name.size(), idx);
@@ -956,7 +1049,9 @@ class Checker {
           error(e.loc, fmt::format("Invalid tuple index: {}", e.name));
           return set(id, Type::none());
         }
-        error(e.loc, fmt::format("Can not access field '{}' on expression of type '{}'", e.name, bt.name()));
+        // A base that already failed to type-check was reported there.
+        if (bt.kind != TypeKind::None)
+          error(e.loc, fmt::format("Can not access field '{}' on expression of type '{}'", e.name, bt.name()));
         return set(id, Type::none());
       }
       case ExprKind::Index: {
@@ -968,6 +1063,19 @@ class Checker {
       case ExprKind::Cast: {
         Type t = expr(e.args[0]);
         auto to = cast_type(e.name);
+        if (!to && (e.name.starts_with("struct ") || e.name.starts_with("union "))) {
+          std::string_view n = e.name;
+          if (!n.ends_with(" *") || n.ends_with("* *")) {
+            error(e.loc, fmt::format("Cannot cast to \"{}\": only pointers to kernel structs are supported", e.name));
+            return set(id, Type::none());
+          }
+          n.remove_suffix(2);
+          if (!t.is_int()) {
+            error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
+            return set(id, Type::none());
+          }
+          return set(id, pointer_to(n, e.loc));
+        }
         if (!to) {
           error(e.loc, fmt::format("Cannot resolve unknown type \"{}\"", e.name));
           return set(id, Type::none());
@@ -1020,10 +1128,53 @@ class Checker {
         error(e.loc, "++ and -- apply to variables and maps");
         return set(id, Type::none());
       }
-      case ExprKind::Sizeof:
-      case ExprKind::Offsetof:
-        error(e.loc, "sizeof and offsetof are not supported yet");
-        return set(id, Type::none());
+      case ExprKind::Sizeof: {
+        if (!e.type_arg) {
+          Type t = expr(e.args[0]);
+          uint32_t size = t.is_string() ? t.size : t.kind == TypeKind::Int ? t.size : t.is_tuple() ? t.size : 8;
+          if (t.is_record()) size = out_.btf->size_of(t.btf_id).value_or(0);
+          out_.const_of[id] = size;
+          return set(id, Type::integer(8, false));
+        }
+        if (auto ct = cast_type(e.name)) {
+          out_.const_of[id] = ct->size;
+          return set(id, Type::integer(8, false));
+        }
+        std::string_view n = e.name;
+        std::optional<uint32_t> tid = n.ends_with("*") ? std::optional<uint32_t>(0) : out_.btf->find_type(n);
+        std::optional<uint32_t> size = n.ends_with("*") ? std::optional<uint32_t>(8) : tid ? out_.btf->size_of(*tid) : std::nullopt;
+        if (!size) {
+          error(e.loc, fmt::format("Unknown type: {}", e.name));
+          return set(id, Type::none());
+        }
+        out_.const_of[id] = *size;
+        return set(id, Type::integer(8, false));
+      }
+      case ExprKind::Offsetof: {
+        auto sid = out_.btf->find_struct(e.name);
+        if (!sid) {
+          error(e.loc, fmt::format("Unknown struct: {}", e.name));
+          return set(id, Type::none());
+        }
+        uint64_t bits = 0;
+        uint32_t cur = *sid;
+        // "a.b.c" walks nested members.
+        std::string_view path = e.sval;
+        while (!path.empty()) {
+          size_t dot = path.find('.');
+          std::string_view part = path.substr(0, dot);
+          auto m = out_.btf->find_member(cur, part);
+          if (!m) {
+            error(e.loc, fmt::format("'{}' has no field named '{}'", out_.btf->type_name(cur), part));
+            return set(id, Type::none());
+          }
+          bits += m->bit_offset;
+          cur = out_.btf->resolve(m->type_id);
+          path = dot == std::string_view::npos ? std::string_view{} : path.substr(dot + 1);
+        }
+        out_.const_of[id] = static_cast<int64_t>(bits / 8);
+        return set(id, Type::integer(8, false));
+      }
     }
     std::unreachable();
   }
@@ -1087,6 +1238,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   out.config = options.config;
   out.positional = options.positional;
   out.has_child = options.has_child;
+  out.btf = std::make_shared<bpf::Btf>();
 
   // Resolve every attach point first: wildcards, formats, periods.
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
@@ -1114,6 +1266,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.action_of.assign(n, -1);
     out.builtin_of.assign(n, Builtin::None);
     out.function_of.assign(n, Function::None);
+    out.field_of.assign(n, FieldAccess{});
+    out.const_of.assign(n, std::nullopt);
     out.var_types.clear();
     out.actions.clear();
     lang::Diagnostics scratch;

@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "bpf/bpf.h"
+#include "bpf/btf.h"
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
 #include "output/output.h"
@@ -61,6 +64,7 @@ struct MapInfo {
 enum class Builtin {
   None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
   Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
+  Curtask, Ppid, Pcomm,
 };
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.
@@ -89,6 +93,14 @@ struct Action {
   lang::Loc loc;
 };
 
+// A field of a kernel struct read through BTF: the bytes at base + offset
+// (a bitfield: `bits` bits starting `shift` bits into them).
+struct FieldAccess {
+  uint32_t offset = 0;
+  uint32_t bits = 0;   // 0: not a bitfield
+  uint32_t shift = 0;
+};
+
 struct Config {
   uint32_t max_strlen = 1024;
   uint32_t max_map_keys = 4096;
@@ -104,6 +116,10 @@ struct TypedProgram {
   std::vector<int32_t> action_of; // by ExprId: index into actions for calls that send records
   std::vector<Builtin> builtin_of;   // by ExprId: Identifier exprs naming a builtin
   std::vector<Function> function_of; // by ExprId: Call exprs
+  std::vector<FieldAccess> field_of;  // by ExprId: BTF struct field reads (Field exprs)
+  std::vector<std::optional<int64_t>> const_of;  // by ExprId: enum constants, sizeof, offsetof
+  // vmlinux BTF, loaded on first use (casts, curtask, enum constants).
+  std::shared_ptr<const bpf::Btf> btf;
   std::vector<MapInfo> maps;
   std::vector<Action> actions;
   std::vector<ProgramUnit> units;

@@ -24,6 +24,7 @@ uint32_t Type::mem_size() const {
     case TypeKind::Bool: return 8;
     case TypeKind::String: return align8(size);
     case TypeKind::Tuple: return size;
+    case TypeKind::Record: return 8;  // only ever its address
   }
   std::unreachable();
 }
@@ -34,6 +35,7 @@ std::string Type::name() const {
     case TypeKind::Bool: return "bool";
     case TypeKind::Int: return fmt::format("{}int{}{}", is_signed ? "" : "u", size * 8, is_pointer ? " *" : "");
     case TypeKind::String: return fmt::format("string[{}]", size);
+    case TypeKind::Record: return fmt::format("struct#{}", btf_id);
     case TypeKind::Tuple: {
       std::string s = "(";
       for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].name();
@@ -51,6 +53,7 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::Int: return a.size == b.size && a.is_signed == b.is_signed;
     case TypeKind::String: return a.size == b.size;
     case TypeKind::Tuple: return a.elems == b.elems;
+    case TypeKind::Record: return a.btf_id == b.btf_id;
   }
   std::unreachable();
 }

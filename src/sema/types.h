@@ -20,6 +20,7 @@ enum class TypeKind {
   Bool,    // comparisons and logical operators; 8 bytes in memory
   String,  // fixed capacity `size` bytes including the NUL
   Tuple,   // elems, each at offsets[i]
+  Record,  // a kernel struct or union (btf_id) at an address: a base for field access
 };
 
 // Where a pointer-valued integer points, which decides the probe_read helper.
@@ -31,6 +32,7 @@ struct Type {
   bool is_signed = false;
   bool is_pointer = false;  // Int holding an address (tracepoint `const char *`)
   AddrSpace addr_space = AddrSpace::None;
+  uint32_t btf_id = 0;  // Int pointer: the BTF type pointed to (0: unknown); Record: the struct
   std::vector<Type> elems;
   std::vector<uint32_t> offsets;
 
@@ -59,6 +61,7 @@ struct Type {
   bool is_int() const { return kind == TypeKind::Int || kind == TypeKind::Bool; }
   bool is_string() const { return kind == TypeKind::String; }
   bool is_tuple() const { return kind == TypeKind::Tuple; }
+  bool is_record() const { return kind == TypeKind::Record; }
 
   // Bytes this value occupies in memory (keys, values, events).
   uint32_t mem_size() const;
