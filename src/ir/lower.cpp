@@ -651,6 +651,16 @@ class Lowerer {
   const sema::AttachTarget& target() const { return unit_.targets[target_ < 0 ? 0 : target_]; }
 
   Val args_field(const Expr& e, const Type& t) {
+    if (unit_.kind == sema::ProbeKind::RawTracepoint) {
+      // The context is the u64 argument array; the BTF prototype gives the
+      // position (sema checked the name exists).
+      auto params = p_.btf->tracepoint_args(target().format.event);
+      int index = 0;
+      for (size_t k = 0; params && k < params->size(); ++k)
+        if ((*params)[k].name == e.name) index = static_cast<int>(k);
+      VregId v = b_.load(8, ctx_, index * 8);
+      return int_val(t.is_pointer ? v : extend(v, t.size, t.is_signed), t);
+    }
     const auto& fmt = target().format;
     const bpf::TracepointField* field = nullptr;
     for (const auto& f : fmt.fields)

@@ -466,8 +466,37 @@ class Checker {
     target_specific_ = true;
     std::optional<Type> result;
     for (const auto& point : *points_) {
+      if (point.kind == ProbeKind::RawTracepoint) {
+        // Typed from the kernel's BTF prototype of the event.
+        for (const auto& t : point.targets) {
+          auto params = out_.btf->tracepoint_args(t.format.event);
+          const bpf::BtfParam* param = nullptr;
+          if (params)
+            for (const auto& p : *params)
+              if (p.name == e.name) param = &p;
+          if (!param) {
+            error(e.loc, fmt::format("Can't find argument '{}' of raw tracepoint {} in the kernel's BTF", e.name,
+                                     t.format.event));
+            return Type::none();
+          }
+          auto ft = btf_value_type(param->type_id);
+          if (!ft || ft->is_string() || ft->is_record()) {
+            error(e.loc, fmt::format("argument '{}' has a type bpfscope cannot read yet: {}", e.name,
+                                     out_.btf->type_name(param->type_id)));
+            return Type::none();
+          }
+          Type u;
+          if (!result)
+            result = *ft;
+          else if (!unify(*result, *ft, u)) {
+            error(e.loc, fmt::format("argument '{}' has different types in the attach points of this probe", e.name));
+            return Type::none();
+          }
+        }
+        continue;
+      }
       if (point.kind != ProbeKind::Tracepoint) {
-        error(e.loc, "The args builtin can only be used with tracepoint probes");
+        error(e.loc, "The args builtin can only be used with tracepoint and rawtracepoint probes");
         return Type::none();
       }
       for (const auto& t : point.targets) {

@@ -304,6 +304,8 @@ def main():
     args = ap.parse_args()
     CASES_DIR = os.path.abspath(args.cases)
     os.environ["HELPERS"] = os.path.abspath(args.helpers) if args.helpers else ""
+    # Script helpers (python) live in the source tree beside the cases.
+    os.environ["HELPERS_SRC"] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers")
     bpfscope = os.path.abspath(args.bpfscope)
     files = sorted(glob.glob(os.path.join(CASES_DIR, "*.cases")))
     passed = failed = skipped = 0
