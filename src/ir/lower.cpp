@@ -148,13 +148,52 @@ class Lowerer {
       }
       case StmtKind::Block: block(s.body); return;
       case StmtKind::Return: b_.ret(0); return;
-      case StmtKind::While:
-      case StmtKind::Unroll:
-      case StmtKind::For:
-      case StmtKind::Break:
-      case StmtKind::Continue:
-        // Rejected by sema until loops land.
+      // Loops are plain back edges: the verifier proves them bounded by
+      // simulating the iterations (kernel 5.3+), as bpftrace relies on too.
+      case StmtKind::While: {
+        BlockId head = b_.new_block(), body = b_.new_block(), done = b_.new_block();
+        b_.jump(head);
+        b_.set_block(head);
+        cond(s.expr, body, done);
+        b_.set_block(body);
+        loops_.push_back({head, done});
+        block(s.body);
+        loops_.pop_back();
+        b_.jump(head);
+        b_.set_block(done);
         return;
+      }
+      case StmtKind::Unroll: {
+        int64_t n = constant_of(s.expr);
+        for (int64_t k = 0; k < n && !b_.terminated(); ++k) block(s.body);
+        return;
+      }
+      case StmtKind::For: {
+        VregId i = var_reg(p_.for_var_of[s.expr]);
+        b_.mov_to(i, materialize_int(expr(s.expr)));
+        VregId end = b_.mov(materialize_int(expr(s.range_end)));
+        BlockId head = b_.new_block(), body = b_.new_block(), latch = b_.new_block(), done = b_.new_block();
+        b_.jump(head);
+        b_.set_block(head);
+        b_.branch(ir::Cond::SLt, i, end, body, done);
+        b_.set_block(body);
+        loops_.push_back({latch, done});
+        block(s.body);
+        loops_.pop_back();
+        b_.jump(latch);
+        b_.set_block(latch);
+        b_.mov_to(i, b_.alu_imm(AluOp::Add, i, 1));
+        b_.jump(head);
+        b_.set_block(done);
+        return;
+      }
+      case StmtKind::Break:
+      case StmtKind::Continue: {
+        if (loops_.empty()) return;  // sema reports it
+        b_.jump(s.kind == StmtKind::Break ? loops_.back().exit : loops_.back().next);
+        b_.set_block(b_.new_block());
+        return;
+      }
     }
   }
 
@@ -1328,6 +1367,11 @@ class Lowerer {
   uint32_t scratch_high_ = 8;
   uint32_t vars_top_ = 0;
   uint32_t zero_needed_ = 8;
+  struct Loop {
+    BlockId next;  // continue
+    BlockId exit;  // break
+  };
+  std::vector<Loop> loops_;
   struct VarSlot {
     VregId reg = kNoVreg;
     bool has_mem = false;

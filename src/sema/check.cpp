@@ -184,11 +184,48 @@ class Checker {
       }
       case StmtKind::Block: block(s.body); return;
       case StmtKind::Return: return;
-      case StmtKind::While:
-      case StmtKind::Unroll:
-      case StmtKind::For:
-        error(s.loc, "loops are not supported yet");
+      case StmtKind::While: {
+        Type c = expr(s.expr);
+        if (!c.is_int()) error(ast_.expr(s.expr).loc, "Invalid condition in while(): " + c.name());
+        ++loop_depth_;
+        block(s.body);
+        --loop_depth_;
         return;
+      }
+      case StmtKind::Unroll: {
+        auto n = constant(s.expr);
+        if (!n || *n < 1 || *n > 100) {
+          error(ast_.expr(s.expr).loc, "unroll() takes a constant from 1 to 100");
+          return;
+        }
+        block(s.body);
+        return;
+      }
+      case StmtKind::For: {
+        if (s.range_end == kNone) {
+          error(s.loc, "for over a map is not supported yet; use for ($i : a..b)");
+          return;
+        }
+        Type a = expr(s.expr), b = expr(s.range_end);
+        if (!a.is_int() || !b.is_int()) {
+          error(s.loc, "for ($i : a..b) needs integer bounds");
+          return;
+        }
+        for (auto& scope : scopes_) {
+          if (scope.count(s.iter_var)) {
+            error(s.loc, fmt::format("Variable shadowing is not allowed: {}", s.iter_var));
+            return;
+          }
+        }
+        // The loop variable lives in the body's scope.
+        scopes_.emplace_back();
+        out_.for_var_of[s.expr] = declare_var(s.iter_var, Type::integer(8, true));
+        ++loop_depth_;
+        block(s.body);
+        --loop_depth_;
+        scopes_.pop_back();
+        return;
+      }
       case StmtKind::Break:
       case StmtKind::Continue:
         if (!in_loop()) error(s.loc, "break and continue are only valid in a loop");
@@ -1296,6 +1333,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.builtin_of.assign(n, Builtin::None);
     out.function_of.assign(n, Function::None);
     out.field_of.assign(n, FieldAccess{});
+    out.for_var_of.assign(n, -1);
     out.const_of.assign(n, std::nullopt);
     out.var_types.clear();
     out.actions.clear();

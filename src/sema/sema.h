@@ -117,6 +117,7 @@ struct TypedProgram {
   std::vector<Builtin> builtin_of;   // by ExprId: Identifier exprs naming a builtin
   std::vector<Function> function_of; // by ExprId: Call exprs
   std::vector<FieldAccess> field_of;  // by ExprId: BTF struct field reads (Field exprs)
+  std::vector<int32_t> for_var_of;    // by ExprId of a for-range start: the loop variable
   std::vector<std::optional<int64_t>> const_of;  // by ExprId: enum constants, sizeof, offsetof
   // vmlinux BTF, loaded on first use (casts, curtask, enum constants).
   std::shared_ptr<const bpf::Btf> btf;
