@@ -841,6 +841,29 @@ class Lowerer {
         b_.set_block(join);
         return int_val(out, t);
       }
+      case sema::Function::Ntop: {
+        uint32_t off = alloc(24);
+        VregId rec = scratch_ptr(off);
+        const Type& at = p_.type_of(e.args.back());
+        int64_t family = at.is_string() && at.size == 16 ? 10 : 2;  // AF_INET6 : AF_INET
+        if (e.args.size() == 2)
+          copy_to(rec, 0, expr(e.args[0]), Type::integer(8, false));
+        else
+          b_.store_imm(8, rec, 0, static_cast<int32_t>(family));
+        Val addr = expr(e.args.back());
+        if (at.is_string()) {
+          addr = addressable(addr);
+          copy_bytes(rec, 8, addr.reg, at.size == 16 ? 16 : 8);
+          if (at.size == 4) b_.store_imm(4, rec, 12, 0);
+          if (at.size == 4) b_.store_imm(8, rec, 16, 0);
+        } else {
+          // The integer holds the address in network order in its low bytes.
+          b_.store(4, rec, 8, materialize_int(addr));
+          b_.store_imm(4, rec, 12, 0);
+          b_.store_imm(8, rec, 16, 0);
+        }
+        return Val{.reg = rec, .type = t};
+      }
       case sema::Function::Bswap: {
         Val a = expr(e.args[0]);
         const Type& at = p_.type_of(e.args[0]);
@@ -1301,6 +1324,10 @@ class Lowerer {
       uint32_t n = std::min(v.type.mem_size(), cap);
       copy_bytes(dst, off, v.reg, n);
       if (n < cap) zero(dst, off + n, cap - n);
+      return;
+    }
+    if (to.kind == TypeKind::Inet) {
+      copy_bytes(dst, off, v.reg, 24);
       return;
     }
     if (to.is_tuple()) {

@@ -1,5 +1,8 @@
 #include "runtime/maps.h"
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <cstring>
 
 #include "bpf/libbpf_bpf.h"
@@ -10,6 +13,14 @@ output::Value decode(const sema::Type& t, const uint8_t* p) {
   switch (t.kind) {
     case sema::TypeKind::None:
     case sema::TypeKind::Record: return {};  // a struct is never stored (sema rejects it)
+    case sema::TypeKind::Inet: {
+      uint64_t family;
+      std::memcpy(&family, p, 8);
+      char buf[INET6_ADDRSTRLEN] = "";
+      int af = family == AF_INET6 ? AF_INET6 : AF_INET;
+      if (!inet_ntop(af, p + 8, buf, sizeof buf)) return output::Value::of_string("(?)");
+      return output::Value::of_string(buf);
+    }
     case sema::TypeKind::Bool: {
       uint64_t v;
       std::memcpy(&v, p, 8);

@@ -50,8 +50,9 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "strncmp", .id = Function::Strncmp, .min_args = 3, .max_args = 3},
     FunctionRow{.name = "strlen", .id = Function::Strlen, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "bswap", .id = Function::Bswap, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "ntop", .id = Function::Ntop, .min_args = 1, .max_args = 2},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::Bswap) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::Ntop) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -105,7 +106,8 @@ bool is_aggregation(Function f) {
     case Function::Str:
     case Function::Strncmp:
     case Function::Strlen:
-    case Function::Bswap: return false;
+    case Function::Bswap:
+    case Function::Ntop: return false;
   }
   std::unreachable();
 }

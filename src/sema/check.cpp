@@ -70,7 +70,10 @@ std::optional<int64_t> parse_int_param(std::string_view s) {
 Type field_type(const bpf::TracepointField& f, std::string_view category, uint32_t max_strlen) {
   if (f.data_loc) return Type::string(max_strlen);
   bool is_char = f.type.rfind("char", 0) == 0 || f.type.find(" char") != std::string::npos;
-  if (f.array_len > 0 && is_char) return Type::string(f.array_len);
+  // char[N] is a string; other byte arrays (__u8 saddr[4], daddr_v6[16])
+  // are kept as N raw bytes too, for ntop() and comparisons.
+  bool byte_elems = f.array_len > 0 && f.size == f.array_len;
+  if (f.array_len > 0 && (is_char || byte_elems)) return Type::string(f.array_len);
   // Syscall formats store every argument in 8 bytes and say signed:0; the C
   // type name gives the real width and signedness (an `int dfd` of -100).
   struct CType {
@@ -105,6 +108,31 @@ Type field_type(const bpf::TracepointField& f, std::string_view category, uint32
     t.addr_space = category == "syscalls" ? AddrSpace::User : AddrSpace::Kernel;
   }
   return t;
+}
+
+// Constants from C headers that kernel BTF does not carry (they are
+// #defines there). Scripts use them without #include; a #define wins.
+struct NamedConstant {
+  std::string_view name;
+  int64_t value;
+};
+constexpr NamedConstant kKnownConstants[] = {
+    {"AF_UNSPEC", 0},     {"AF_UNIX", 1},         {"AF_LOCAL", 1},      {"AF_INET", 2},
+    {"AF_INET6", 10},     {"AF_NETLINK", 16},     {"AF_PACKET", 17},    {"SOCK_STREAM", 1},
+    {"SOCK_DGRAM", 2},    {"SOCK_RAW", 3},        {"SOCK_SEQPACKET", 5}, {"ETH_P_IP", 0x0800},
+    {"ETH_P_ARP", 0x0806}, {"ETH_P_IPV6", 0x86DD}, {"ETH_P_8021Q", 0x8100}, {"ICMP_ECHOREPLY", 0},
+    {"ICMP_DEST_UNREACH", 3}, {"ICMP_ECHO", 8},   {"ICMP_TIME_EXCEEDED", 11}, {"ICMPV6_ECHO_REQUEST", 128},
+    {"ICMPV6_ECHO_REPLY", 129}, {"TCPHDR_FIN", 0x01}, {"TCPHDR_SYN", 0x02}, {"TCPHDR_RST", 0x04},
+    {"TCPHDR_PSH", 0x08}, {"TCPHDR_ACK", 0x10},   {"TCPHDR_URG", 0x20}, {"TCPHDR_ECE", 0x40},
+    {"TCPHDR_CWR", 0x80}, {"INET_ECN_MASK", 3},   {"INET_ECN_CE", 3},   {"O_RDONLY", 0},
+    {"O_WRONLY", 1},      {"O_RDWR", 2},          {"O_CREAT", 0100},    {"O_TRUNC", 01000},
+    {"O_APPEND", 02000},  {"EPERM", 1},           {"ENOENT", 2},        {"EAGAIN", 11},
+};
+
+std::optional<int64_t> known_constant(std::string_view name) {
+  for (const auto& c : kKnownConstants)
+    if (c.name == name) return c.value;
+  return std::nullopt;
 }
 
 class Checker {
@@ -801,6 +829,23 @@ class Checker {
         }
         return Type::integer(8, false);
       }
+      case Function::Ntop: {
+        // ntop([af,] addr): an IPv4 address as an integer (network order) or
+        // 4 bytes, an IPv6 address as 16 bytes.
+        Type addr = expr(e.args.back());
+        if (e.args.size() == 2 && !expr(e.args[0]).is_int()) {
+          error(ast_.expr(e.args[0]).loc, "ntop(): the address family must be an integer");
+          return Type::none();
+        }
+        bool ok = (addr.kind == TypeKind::Int && addr.size <= 8) ||
+                  (addr.is_string() && (addr.size == 4 || addr.size == 16));
+        if (!ok) {
+          error(ast_.expr(e.args.back()).loc,
+                fmt::format("ntop() expects an integer, or 4 or 16 bytes ({} provided)", addr.name()));
+          return Type::none();
+        }
+        return Type::inet();
+      }
       case Function::Bswap: {
         Type t = expr(e.args[0]);
         if (t.kind != TypeKind::Int) {
@@ -977,7 +1022,12 @@ class Checker {
       case ExprKind::Identifier: {
         const BuiltinRow* b = find_builtin(e.name);
         if (!b) {
-          // An enum constant from the kernel's BTF (TCP_ESTABLISHED).
+          // A constant the book's scripts use that BTF lacks (AF_INET), or
+          // an enum constant from the kernel's BTF (TCP_ESTABLISHED).
+          if (auto v = known_constant(e.name)) {
+            out_.const_of[id] = *v;
+            return set(id, Type::integer(8, true));
+          }
           if (auto v = out_.btf->enum_value(e.name)) {
             out_.const_of[id] = *v;
             return set(id, Type::integer(8, true));

@@ -71,7 +71,7 @@ enum class Builtin {
 enum class Function {
   None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
-  Strncmp, Strlen, Bswap,
+  Strncmp, Strlen, Bswap, Ntop,
 };
 
 bool is_aggregation(Function f);

@@ -25,6 +25,7 @@ uint32_t Type::mem_size() const {
     case TypeKind::String: return align8(size);
     case TypeKind::Tuple: return size;
     case TypeKind::Record: return 8;  // only ever its address
+    case TypeKind::Inet: return 24;
   }
   std::unreachable();
 }
@@ -36,6 +37,7 @@ std::string Type::name() const {
     case TypeKind::Int: return fmt::format("{}int{}{}", is_signed ? "" : "u", size * 8, is_pointer ? " *" : "");
     case TypeKind::String: return fmt::format("string[{}]", size);
     case TypeKind::Record: return fmt::format("struct#{}", btf_id);
+    case TypeKind::Inet: return "inet";
     case TypeKind::Tuple: {
       std::string s = "(";
       for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].name();
@@ -54,6 +56,7 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::String: return a.size == b.size;
     case TypeKind::Tuple: return a.elems == b.elems;
     case TypeKind::Record: return a.btf_id == b.btf_id;
+    case TypeKind::Inet: return true;
   }
   std::unreachable();
 }

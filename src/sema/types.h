@@ -21,6 +21,7 @@ enum class TypeKind {
   String,  // fixed capacity `size` bytes including the NUL
   Tuple,   // elems, each at offsets[i]
   Record,  // a kernel struct or union (btf_id) at an address: a base for field access
+  Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
 };
 
 // Where a pointer-valued integer points, which decides the probe_read helper.
@@ -57,6 +58,12 @@ struct Type {
     return t;
   }
   static Type tuple(std::vector<Type> elems);
+  static Type inet() {
+    Type t;
+    t.kind = TypeKind::Inet;
+    t.size = 24;
+    return t;
+  }
 
   bool is_int() const { return kind == TypeKind::Int || kind == TypeKind::Bool; }
   bool is_string() const { return kind == TypeKind::String; }
