@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -83,6 +84,40 @@ Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid) {
   const int cpu = pid == -1 ? 0 : -1;
   const std::string what = pid == -1 ? fmt::format("tracepoint id {}", tracepoint_id)
                                      : fmt::format("tracepoint id {}, pid {}", tracepoint_id, pid);
+  int pfd = sys_perf_event_open(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
+  return attach_to_perf_event(prog_fd, Fd(pfd), what);
+}
+
+// The uprobe PMU's type and the config bit that makes a return probe, from
+// sysfs (/sys/bus/event_source/devices/uprobe).
+static Result<std::pair<uint32_t, int>> uprobe_pmu() {
+  auto type = detail::read_text_file("/sys/bus/event_source/devices/uprobe/type");
+  if (!type) return std::unexpected(Error{ENOENT, "no uprobe PMU in /sys/bus/event_source/devices"});
+  int bit = 0;
+  if (auto format = detail::read_text_file("/sys/bus/event_source/devices/uprobe/format/retprobe")) {
+    auto colon = format->find(':');
+    if (colon != std::string::npos) bit = std::atoi(format->c_str() + colon + 1);
+  }
+  return std::pair{static_cast<uint32_t>(std::atoi(type->c_str())), bit};
+}
+
+Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid) {
+  auto pmu = uprobe_pmu();
+  if (!pmu) return std::unexpected(pmu.error());
+  perf_event_attr attr{};
+  attr.type = pmu->first;
+  attr.size = sizeof attr;
+  attr.config = retprobe ? 1ull << pmu->second : 0;
+  attr.config1 = reinterpret_cast<uint64_t>(path.c_str());  // uprobe_path
+  attr.config2 = offset;                                    // probe_offset
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  attr.disabled = 1;
+  // System-wide uprobes are opened once (cpu 0), like tracepoints.
+  const int cpu = pid == -1 ? 0 : -1;
+  const std::string what = fmt::format("{}probe {}:{:#x}{}", retprobe ? "uret" : "u", path, offset,
+                                       pid == -1 ? "" : fmt::format(", pid {}", pid));
   int pfd = sys_perf_event_open(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
   if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
   return attach_to_perf_event(prog_fd, Fd(pfd), what);

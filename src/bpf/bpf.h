@@ -136,6 +136,10 @@ Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1
 // the tracepoint's raw u64 arguments.
 Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);
 
+// A uprobe or uretprobe through the uprobe PMU at a file offset of `path`,
+// for all processes (pid -1) or one.
+Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid = -1);
+
 // A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)
 // on one CPU (cpu >= 0) or, with cpu = -1, one event per online CPU.
 // `period` is the sample period, or the frequency when `freq` is set.

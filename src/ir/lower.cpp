@@ -672,9 +672,22 @@ class Lowerer {
       }
       case sema::Builtin::Ncpus: return constant(opts_.online_cpus, t);
       case sema::Builtin::Arg: {
-        // A raw tracepoint's context is the array of its u64 arguments.
         int n = arg_number(ast_.expr(id).name);
+        if (unit_.kind == sema::ProbeKind::Uprobe) {
+          // x86-64 calling convention, as offsets into struct pt_regs:
+          // di, si, dx, cx, r8, r9; further arguments are on the stack.
+          constexpr int kArgRegs[] = {112, 104, 96, 88, 72, 64};
+          if (n >= 6) return constant(0, t);
+          return int_val(b_.load(8, ctx_, kArgRegs[n]), t);
+        }
+        // A raw tracepoint's context is the array of its u64 arguments.
         return int_val(b_.load(8, ctx_, n * 8), t);
+      }
+      case sema::Builtin::Retval: return int_val(b_.load(8, ctx_, 80), t);  // pt_regs->ax
+      case sema::Builtin::Func: {
+        Val v = string_literal(target().func);
+        v.type = t;
+        return v;
       }
       case sema::Builtin::Probe: {
         // One program per target when `probe` is used (sema marks it target-specific).

@@ -38,6 +38,8 @@ bpf_prog_type prog_type(sema::ProbeKind k) {
     case sema::ProbeKind::Interval:
     case sema::ProbeKind::Profile:
     case sema::ProbeKind::Hardware: return BPF_PROG_TYPE_PERF_EVENT;
+    case sema::ProbeKind::Uprobe:
+    case sema::ProbeKind::Uretprobe:
     case sema::ProbeKind::Kprobe:
     case sema::ProbeKind::Kretprobe: return BPF_PROG_TYPE_KPROBE;
     case sema::ProbeKind::Fentry:
@@ -66,7 +68,9 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::RawTracepoint:
     case sema::ProbeKind::Interval:
     case sema::ProbeKind::Profile:
-    case sema::ProbeKind::Software: return "";
+    case sema::ProbeKind::Software:
+    case sema::ProbeKind::Uprobe:
+    case sema::ProbeKind::Uretprobe: return "";
   }
   std::unreachable();
 }
@@ -312,6 +316,17 @@ class Session {
             auto link = bpf::attach_raw_tracepoint(fd, t.format.event);
             if (!link) return attach_error(t, link.error().message);
             if (o_.verbose) fmt::print(stderr, "{}: raw tracepoint (BPF_RAW_TRACEPOINT_OPEN)\n", t.name);
+            links_.push_back(std::move(*link));
+            break;
+          }
+          case sema::ProbeKind::Uprobe:
+          case sema::ProbeKind::Uretprobe: {
+            bool ret = unit.kind == sema::ProbeKind::Uretprobe;
+            auto link = bpf::attach_uprobe(fd, t.path, t.offset, ret, o_.target_pid);
+            if (!link) return attach_error(t, link.error().message);
+            if (o_.verbose)
+              fmt::print(stderr, "{}: {} PMU perf_event at offset {:#x}{}\n", t.name, ret ? "uretprobe" : "uprobe",
+                         t.offset, o_.target_pid > 0 ? fmt::format(", pid {}", o_.target_pid) : "");
             links_.push_back(std::move(*link));
             break;
           }

@@ -27,6 +27,8 @@ constexpr std::array kBuiltins = {
     BuiltinRow{.name = "curtask", .id = Builtin::Curtask, .kind = TypeKind::Int, .size = 8, .is_signed = false},
     BuiltinRow{.name = "ppid", .id = Builtin::Ppid, .kind = TypeKind::Int, .size = 4, .is_signed = false},
     BuiltinRow{.name = "pcomm", .id = Builtin::Pcomm, .kind = TypeKind::String, .size = 16, .is_signed = false},
+    BuiltinRow{.name = "retval", .id = Builtin::Retval, .kind = TypeKind::Int, .size = 8, .is_signed = true},
+    BuiltinRow{.name = "func", .id = Builtin::Func, .kind = TypeKind::String, .size = 0, .is_signed = false},
 };
 
 constexpr std::array kFunctions = {

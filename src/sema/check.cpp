@@ -1045,12 +1045,39 @@ class Checker {
           return set(id, Type::none());
         }
         if (b->id == Builtin::Arg) {
+          bool user = false;
           for (const auto& p : *points_) {
-            if (p.kind != ProbeKind::RawTracepoint) {
-              error(e.loc, fmt::format("{} is only available in rawtracepoint probes here", e.name));
+            user = user || p.kind == ProbeKind::Uprobe;
+            if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Uprobe) {
+              error(e.loc, fmt::format("{} is only available in rawtracepoint and uprobe probes here", e.name));
               return set(id, Type::none());
             }
           }
+          Type t = Type::integer(8, true);
+          if (user) t.addr_space = AddrSpace::User;  // a uprobe's pointers are user addresses
+          out_.builtin_of[id] = b->id;
+          return set(id, t);
+        }
+        if (b->id == Builtin::Retval) {
+          for (const auto& p : *points_) {
+            if (p.kind != ProbeKind::Uretprobe) {
+              error(e.loc, "retval is only available in uretprobe probes here");
+              return set(id, Type::none());
+            }
+          }
+        }
+        if (b->id == Builtin::Func) {
+          target_specific_ = true;
+          uint32_t longest = 1;
+          for (const auto& p : *points_) {
+            if (p.kind != ProbeKind::Uprobe && p.kind != ProbeKind::Uretprobe) {
+              error(e.loc, "func is only available in uprobe probes here");
+              return set(id, Type::none());
+            }
+            for (const auto& t : p.targets) longest = std::max<uint32_t>(longest, t.func.size() + 1);
+          }
+          out_.builtin_of[id] = b->id;
+          return set(id, Type::string(longest));
         }
         if (b->id == Builtin::Args) {
           error(e.loc, "args must be used with a field: args.NAME");

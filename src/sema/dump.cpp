@@ -11,6 +11,8 @@ static const char* kind_name(ProbeKind k) {
     case ProbeKind::Tracepoint: return "tracepoint";
     case ProbeKind::RawTracepoint: return "rawtracepoint";
     case ProbeKind::Software: return "software";
+    case ProbeKind::Uprobe: return "uprobe";
+    case ProbeKind::Uretprobe: return "uretprobe";
     case ProbeKind::Interval: return "interval";
     case ProbeKind::Profile: return "profile";
     case ProbeKind::Kprobe: return "kprobe";

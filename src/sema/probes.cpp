@@ -1,5 +1,7 @@
 #include "sema/probes.h"
 
+#include "symbols/symbols.h"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -30,6 +32,10 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "i", .kind = ProbeKind::Interval, .canonical = "interval"},
     ProviderRow{.name = "profile", .kind = ProbeKind::Profile, .canonical = "profile"},
     ProviderRow{.name = "p", .kind = ProbeKind::Profile, .canonical = "profile"},
+    ProviderRow{.name = "uprobe", .kind = ProbeKind::Uprobe, .canonical = "uprobe"},
+    ProviderRow{.name = "u", .kind = ProbeKind::Uprobe, .canonical = "uprobe"},
+    ProviderRow{.name = "uretprobe", .kind = ProbeKind::Uretprobe, .canonical = "uretprobe"},
+    ProviderRow{.name = "ur", .kind = ProbeKind::Uretprobe, .canonical = "uretprobe"},
     ProviderRow{.name = "kprobe", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
     ProviderRow{.name = "k", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
     ProviderRow{.name = "kretprobe", .kind = ProbeKind::Kretprobe, .canonical = "kretprobe"},
@@ -201,6 +207,63 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         AttachTarget t{.name = "rawtracepoint:" + ev, .format = {}, .loc = loc};
         t.format.event = ev;
         out.targets.push_back(std::move(t));
+      }
+      return out;
+    }
+    case ProbeKind::Uprobe:
+    case ProbeKind::Uretprobe: {
+      // uprobe:BIN:FUNC, uprobe:BIN:FUNC+OFF, uprobe:BIN:0xOFF; BIN may be a
+      // library name (libc) resolved through ld.so.cache; FUNC may have *.
+      if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
+        diags.error(loc, fmt::format("{} probe must be {}:BINARY:FUNCTION", row->canonical, row->canonical));
+        return std::nullopt;
+      }
+      auto path = symbols::resolve_binary(parts[1]);
+      if (!path) {
+        diags.error(loc, fmt::format("binary or library not found: {}", parts[1]));
+        return std::nullopt;
+      }
+      auto elf = symbols::cached_elf(*path);
+      if (!elf) {
+        diags.error(loc, fmt::format("cannot read symbols of {}: {}", *path, elf.error()));
+        return std::nullopt;
+      }
+      std::string_view spec = parts[2];
+      auto add = [&](std::string func, uint64_t offset, std::string name) {
+        out.targets.push_back({.name = std::move(name), .format = {}, .path = *path, .offset = offset,
+                               .func = std::move(func), .loc = loc});
+      };
+      if (spec.starts_with("0x")) {
+        auto off = std::strtoull(std::string(spec).c_str(), nullptr, 16);
+        add(std::string(spec), off, fmt::format("{}:{}:{}", row->canonical, *path, spec));
+        return out;
+      }
+      uint64_t extra = 0;
+      if (auto plus = spec.find('+'); plus != std::string_view::npos) {
+        auto n = parse_u64(spec.substr(plus + 1));
+        if (!n) {
+          diags.error(loc, fmt::format("invalid offset in {}", spec));
+          return std::nullopt;
+        }
+        extra = *n;
+        spec = spec.substr(0, plus);
+      }
+      std::vector<std::string> funcs;
+      if (spec.find_first_of("*?") != std::string_view::npos)
+        funcs = (*elf)->match(spec);
+      else
+        funcs.push_back(std::string(spec));
+      for (const auto& f : funcs) {
+        auto off = (*elf)->file_offset(f);
+        if (!off) {
+          diags.error(loc, fmt::format("function {} not found in {}", f, *path));
+          return std::nullopt;
+        }
+        add(f, *off + extra, fmt::format("{}:{}:{}", row->canonical, *path, f));
+      }
+      if (out.targets.empty()) {
+        diags.error(loc, fmt::format("no function in {} matches {}", *path, spec));
+        return std::nullopt;
       }
       return out;
     }

@@ -21,7 +21,7 @@ namespace bpfscope::sema {
 
 // ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
 enum class ProbeKind {
-  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software,
+  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software, Uprobe, Uretprobe,
   Kprobe, Kretprobe, Fentry, Fexit, Hardware,
 };
 
@@ -33,6 +33,9 @@ struct AttachTarget {
                                  // Software: the event count between samples
   bool freq = false;
   uint64_t perf_config = 0;      // Software: PERF_COUNT_SW_*
+  std::string path;              // Uprobe: the binary or library
+  uint64_t offset = 0;           // Uprobe: file offset of the probed instruction
+  std::string func;              // Uprobe: the function (`func` builtin)
   lang::Loc loc;                 // the attach point in the source
 };
 
@@ -64,7 +67,7 @@ struct MapInfo {
 enum class Builtin {
   None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
   Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
-  Curtask, Ppid, Pcomm,
+  Curtask, Ppid, Pcomm, Retval, Func,
 };
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.

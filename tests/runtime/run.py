@@ -125,7 +125,7 @@ def case_env(case):
 
 
 def prog_argv(case, binary):
-    return ([binary] + shlex.split(os.path.expandvars(case.get("ARGS", ""))) + ["-e", case["PROG"]]
+    return ([binary] + shlex.split(os.path.expandvars(case.get("ARGS", ""))) + ["-e", case["PROG"].replace("{helpers}", os.environ.get("HELPERS", ""))]
             + shlex.split(os.path.expandvars(case.get("TAIL", ""))))
 
 

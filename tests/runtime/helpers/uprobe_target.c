@@ -1,0 +1,32 @@
+/* A target for uprobe cases: calls work() N times and add() once.
+ * usage: uprobe_target N */
+#include <stdio.h>
+#include <stdlib.h>
+
+__attribute__((noinline)) int work(int n) {
+  __asm__ volatile("" ::: "memory");
+  return n * 2;
+}
+
+__attribute__((noinline)) long add(long a, long b) {
+  __asm__ volatile("" ::: "memory");
+  return a + b;
+}
+
+__attribute__((noinline)) const char *greet(const char *who) {
+  __asm__ volatile("" ::: "memory");
+  return who;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 1;
+  int total = 0;
+  for (int i = 0; i < n; i++) total += work(i);
+  long s = add(2, 3);
+  // The string is on the stack: a uprobe cannot fault in a page the program
+  // never touched (a literal in .rodata may not be resident yet).
+  char who[32];
+  snprintf(who, sizeof who, "uprobe %s", argc > 2 ? argv[2] : "world");
+  greet(who);
+  return total + (int)s == -1;
+}
