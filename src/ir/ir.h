@@ -79,7 +79,11 @@ struct SupportMaps {
   uint32_t zero;      // a zero-filled array value, for inserting fresh aggregation entries
   uint32_t lost;      // per-CPU counter of records the ring buffer refused
   uint32_t control;   // one u64: non-zero once user space stops the probes (exit, signal)
+  uint32_t kstacks;   // stack traces for kstack (BPF_MAP_TYPE_STACK_TRACE)
+  uint32_t ustacks;   // and for ustack
 };
+
+inline constexpr uint32_t kMaxStackFrames = 127;  // kernel.perf_event_max_stack
 
 struct Module {
   std::vector<Function> functions;  // one per sema::ProgramUnit (and target, when specific)

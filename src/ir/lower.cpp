@@ -684,6 +684,8 @@ class Lowerer {
         return int_val(b_.load(8, ctx_, n * 8), t);
       }
       case sema::Builtin::Retval: return int_val(b_.load(8, ctx_, 80), t);  // pt_regs->ax
+      case sema::Builtin::Kstack:
+      case sema::Builtin::Ustack: return stack_val(t);
       case sema::Builtin::Func: {
         Val v = string_literal(target().func);
         v.type = t;
@@ -875,6 +877,18 @@ class Lowerer {
           b_.store_imm(4, rec, 12, 0);
           b_.store_imm(8, rec, 16, 0);
         }
+        return Val{.reg = rec, .type = t};
+      }
+      case sema::Function::KstackCall:
+      case sema::Function::UstackCall: return stack_val(t);
+      case sema::Function::Ksym:
+      case sema::Function::Usym: {
+        // [address][pid]: user space names it when it prints.
+        VregId addr = materialize_int(expr(e.args[0]));
+        uint32_t off = alloc(16);
+        VregId rec = scratch_ptr(off);
+        b_.store(8, rec, 0, addr);
+        b_.store(8, rec, 8, b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32));
         return Val{.reg = rec, .type = t};
       }
       case sema::Function::Bswap: {
@@ -1262,6 +1276,18 @@ class Lowerer {
     return int_val(post ? old.reg : nv, t);
   }
 
+  // A stack as [stack id][pid]: the frames stay in the stack map and user
+  // space symbolizes them when it prints.
+  Val stack_val(const Type& t) {
+    VregId map = b_.map_fd(t.user ? m_.support.ustacks : m_.support.kstacks);
+    VregId id = b_.call(BPF_FUNC_get_stackid, {ctx_, map, b_.imm(t.user ? BPF_F_USER_STACK : 0)});
+    uint32_t off = alloc(16);
+    VregId rec = scratch_ptr(off);
+    b_.store(8, rec, 0, id);
+    b_.store(8, rec, 8, b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32));
+    return Val{.reg = rec, .type = t};
+  }
+
   // Reads a field of a kernel struct at base + f.offset with
   // bpf_probe_read_kernel (which zero-fills on a fault, so a NULL base reads
   // as 0). Structs are not read: their address is the value.
@@ -1339,8 +1365,8 @@ class Lowerer {
       if (n < cap) zero(dst, off + n, cap - n);
       return;
     }
-    if (to.kind == TypeKind::Inet) {
-      copy_bytes(dst, off, v.reg, 24);
+    if (to.kind == TypeKind::Inet || to.kind == TypeKind::Stack || to.kind == TypeKind::Symbol) {
+      copy_bytes(dst, off, v.reg, to.mem_size());
       return;
     }
     if (to.is_tuple()) {
@@ -1425,7 +1451,8 @@ class Lowerer {
 Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   Module m;
   uint32_t n = static_cast<uint32_t>(p.maps.size());
-  m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4};
+  m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4,
+               .kstacks = n + 5, .ustacks = n + 6};
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;

@@ -7,12 +7,17 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   for (const auto& info : p.maps)
     specs.push_back({info.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, info.name.substr(1), info.key_size,
                      info.value_size, info.max_entries});
-  specs.resize(m.support.control + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
+  specs.resize(m.support.ustacks + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
   specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
   specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
   specs[m.support.lost] = {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1};
   specs[m.support.control] = {BPF_MAP_TYPE_ARRAY, "control", 4, 8, 1};
+  // Stack maps stay tiny unless the program takes stacks.
+  specs[m.support.kstacks] = {BPF_MAP_TYPE_STACK_TRACE, "kstacks", 4, 8 * kMaxStackFrames,
+                              p.uses_kstack ? p.config.max_map_keys : 1};
+  specs[m.support.ustacks] = {BPF_MAP_TYPE_STACK_TRACE, "ustacks", 4, 8 * kMaxStackFrames,
+                              p.uses_ustack ? p.config.max_map_keys : 1};
   return specs;
 }
 

@@ -363,7 +363,7 @@ Token Lexer::lex_sigil(uint32_t i) const {
 
 // An attach point runs until whitespace, ',', '{', '}' or ';'. A '/' ends it
 // (a predicate starts) unless the current ':'-separated segment began with '/'
-// (a path: uprobe:/bin/bash:readline). A quoted segment ("ns::f") is taken
+// or '.' (a path: uprobe:/bin/bash:readline, uprobe:./a.out:main). A quoted segment ("ns::f") is taken
 // whole, quotes included; sema splits and unquotes.
 RawScan Lexer::attach_point(uint32_t pos) const {
   const uint32_t n = size();
@@ -391,6 +391,8 @@ RawScan Lexer::attach_point(uint32_t pos) const {
       if (segment_start) path = true;
       if (!path) break;
     }
+    // A relative path (./bin, ../lib/x.so) is a path too.
+    if (c == '.' && segment_start) path = true;
     segment_start = c == ':';
     if (segment_start) path = false;
     ++i;

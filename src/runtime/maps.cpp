@@ -9,10 +9,20 @@
 
 namespace bpfscope::runtime {
 
-output::Value decode(const sema::Type& t, const uint8_t* p) {
+output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* resolver) {
   switch (t.kind) {
     case sema::TypeKind::None:
     case sema::TypeKind::Record: return {};  // a struct is never stored (sema rejects it)
+    case sema::TypeKind::Stack:
+    case sema::TypeKind::Symbol: {
+      uint64_t first, pid;
+      std::memcpy(&first, p, 8);
+      std::memcpy(&pid, p + 8, 8);
+      if (!resolver) return output::Value::of_string("");
+      if (t.kind == sema::TypeKind::Stack)
+        return output::Value::of_string(resolver->stack(t.user, static_cast<int64_t>(first), static_cast<uint32_t>(pid), t.size));
+      return output::Value::of_string(resolver->symbol(t.user, first, static_cast<uint32_t>(pid)));
+    }
     case sema::TypeKind::Inet: {
       uint64_t family;
       std::memcpy(&family, p, 8);
@@ -38,7 +48,7 @@ output::Value decode(const sema::Type& t, const uint8_t* p) {
     }
     case sema::TypeKind::Tuple: {
       std::vector<output::Value> elems;
-      for (size_t i = 0; i < t.elems.size(); ++i) elems.push_back(decode(t.elems[i], p + t.offsets[i]));
+      for (size_t i = 0; i < t.elems.size(); ++i) elems.push_back(decode(t.elems[i], p + t.offsets[i], resolver));
       return output::Value::of_tuple(std::move(elems));
     }
   }
@@ -53,12 +63,13 @@ int64_t i64(const uint8_t* p) {
   return v;
 }
 
-output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& value, int ncpus) {
+output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& value, int ncpus,
+                            const Resolver* resolver) {
   output::Aggregate a;
   uint32_t stride = m.percpu ? sema::align8(m.value_size) : 0;
   int n = m.percpu ? ncpus : 1;
   switch (m.agg) {
-    case output::AggKind::Plain: a.value = decode(m.value, value.data()); break;
+    case output::AggKind::Plain: a.value = decode(m.value, value.data(), resolver); break;
     case output::AggKind::Count:
     case output::AggKind::Sum: {
       int64_t total = 0;
@@ -109,7 +120,7 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
 
 }  // namespace
 
-output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus) {
+output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Resolver* resolver) {
   output::MapSnapshot snap;
   snap.name = m.name;
   snap.kind = m.agg;
@@ -123,8 +134,8 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus) {
     key = next;
     prev = key.data();
     if (bpf_map_lookup_elem(fd, key.data(), value.data()) != 0) continue;
-    output::Value k = m.keyed ? decode(m.key, key.data()) : output::Value{};
-    snap.entries.emplace_back(std::move(k), aggregate(m, value, ncpus));
+    output::Value k = m.keyed ? decode(m.key, key.data(), resolver) : output::Value{};
+    snap.entries.emplace_back(std::move(k), aggregate(m, value, ncpus, resolver));
   }
   return snap;
 }

@@ -23,6 +23,7 @@
 #include "lang/diagnostics.h"
 #include "runtime/maps.h"
 #include "runtime/runtime.h"
+#include "runtime/symbolizer.h"
 #include "runtime/verifier_log.h"
 
 namespace bpfscope::runtime {
@@ -242,6 +243,7 @@ class Session {
       if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", spec.name, fd.error().message));
       map_fds_.push_back(std::move(*fd));
     }
+    symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get());
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
     if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
     return 0;
@@ -379,7 +381,7 @@ class Session {
     if (size < a.record_size) return 0;
     if (ignore_records_) return 0;
     std::vector<output::Value> args;
-    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i]));
+    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], symbolizer_.get()));
     switch (a.kind) {
       case sema::ActionKind::Printf: {
         std::string s = output::format_printf(a.printf_format, args);
@@ -395,7 +397,7 @@ class Session {
       case sema::ActionKind::Print: {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
-        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_);
+        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, symbolizer_.get());
         emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u));
         break;
       }
@@ -490,7 +492,7 @@ class Session {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
-      auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_);
+      auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, symbolizer_.get());
       emit_out(o_.json ? output::json_map(snap) : output::map_text(snap));
     }
   }
@@ -503,6 +505,7 @@ class Session {
   FILE* out_ = nullptr;
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
+  std::unique_ptr<Symbolizer> symbolizer_;
   std::vector<bpf::Fd> prog_fds_;
   std::vector<bpf::Link> links_;
   std::vector<bpf::Fd> held_;  // links and perf events of stopped probes, released last

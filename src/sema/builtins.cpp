@@ -29,6 +29,8 @@ constexpr std::array kBuiltins = {
     BuiltinRow{.name = "pcomm", .id = Builtin::Pcomm, .kind = TypeKind::String, .size = 16, .is_signed = false},
     BuiltinRow{.name = "retval", .id = Builtin::Retval, .kind = TypeKind::Int, .size = 8, .is_signed = true},
     BuiltinRow{.name = "func", .id = Builtin::Func, .kind = TypeKind::String, .size = 0, .is_signed = false},
+    BuiltinRow{.name = "kstack", .id = Builtin::Kstack, .kind = TypeKind::Stack, .size = 127, .is_signed = false},
+    BuiltinRow{.name = "ustack", .id = Builtin::Ustack, .kind = TypeKind::Stack, .size = 127, .is_signed = false},
 };
 
 constexpr std::array kFunctions = {
@@ -53,8 +55,12 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "strlen", .id = Function::Strlen, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "bswap", .id = Function::Bswap, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "ntop", .id = Function::Ntop, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "ksym", .id = Function::Ksym, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "usym", .id = Function::Usym, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "kstack", .id = Function::KstackCall, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "ustack", .id = Function::UstackCall, .min_args = 1, .max_args = 2},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::Ntop) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::UstackCall) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -109,7 +115,11 @@ bool is_aggregation(Function f) {
     case Function::Strncmp:
     case Function::Strlen:
     case Function::Bswap:
-    case Function::Ntop: return false;
+    case Function::Ntop:
+    case Function::Ksym:
+    case Function::Usym:
+    case Function::KstackCall:
+    case Function::UstackCall: return false;
   }
   std::unreachable();
 }

@@ -846,6 +846,34 @@ class Checker {
         }
         return Type::inet();
       }
+      case Function::Ksym:
+      case Function::Usym: {
+        if (!expr(e.args[0]).is_int()) {
+          error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects an address", e.name));
+          return Type::none();
+        }
+        return Type::symbol(row->id == Function::Usym);
+      }
+      case Function::KstackCall:
+      case Function::UstackCall: {
+        // kstack([mode,] limit): only bpftrace's mode is printed so far.
+        bool user = row->id == Function::UstackCall;
+        if (e.args.size() == 2 && ast_.expr(e.args[0]).kind != ExprKind::Identifier) {
+          error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf or raw");
+          return Type::none();
+        }
+        if (e.args.size() == 2 && ast_.expr(e.args[0]).name != "bpftrace") {
+          error(ast_.expr(e.args[0]).loc, fmt::format("stack mode {} is not supported yet", ast_.expr(e.args[0]).name));
+          return Type::none();
+        }
+        auto limit = constant(e.args.back());
+        if (!limit || *limit < 1 || *limit > 127) {
+          error(ast_.expr(e.args.back()).loc, "the stack limit must be a constant from 1 to 127");
+          return Type::none();
+        }
+        (user ? out_.uses_ustack : out_.uses_kstack) = true;
+        return Type::stack(user, static_cast<uint32_t>(*limit));
+      }
       case Function::Bswap: {
         Type t = expr(e.args[0]);
         if (t.kind != TypeKind::Int) {
@@ -1034,6 +1062,12 @@ class Checker {
           }
           error(e.loc, fmt::format("Unknown identifier: '{}'", e.name));
           return set(id, Type::none());
+        }
+        if (b->id == Builtin::Kstack || b->id == Builtin::Ustack) {
+          out_.builtin_of[id] = b->id;
+          bool user = b->id == Builtin::Ustack;
+          (user ? out_.uses_ustack : out_.uses_kstack) = true;
+          return set(id, Type::stack(user, 127));
         }
         if (b->id == Builtin::Curtask) {
           out_.builtin_of[id] = b->id;

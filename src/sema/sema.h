@@ -67,14 +67,14 @@ struct MapInfo {
 enum class Builtin {
   None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
   Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
-  Curtask, Ppid, Pcomm, Retval, Func,
+  Curtask, Ppid, Pcomm, Retval, Func, Kstack, Ustack,
 };
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.
 enum class Function {
   None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
-  Strncmp, Strlen, Bswap, Ntop,
+  Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall,
 };
 
 bool is_aggregation(Function f);
@@ -130,6 +130,7 @@ struct TypedProgram {
   Config config;
   std::vector<std::string> positional;  // $1..$N as given
   bool has_child = false;               // -c: cpid is defined
+  bool uses_kstack = false, uses_ustack = false;  // stack maps are needed
   bool has_end = false;
   bool only_begin_end = true;  // auto-exit after BEGIN (0.24)
   // Output actions (printf, print, time) sent from probes other than

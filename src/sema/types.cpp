@@ -26,6 +26,8 @@ uint32_t Type::mem_size() const {
     case TypeKind::Tuple: return size;
     case TypeKind::Record: return 8;  // only ever its address
     case TypeKind::Inet: return 24;
+    case TypeKind::Stack:
+    case TypeKind::Symbol: return 16;
   }
   std::unreachable();
 }
@@ -38,6 +40,8 @@ std::string Type::name() const {
     case TypeKind::String: return fmt::format("string[{}]", size);
     case TypeKind::Record: return fmt::format("struct#{}", btf_id);
     case TypeKind::Inet: return "inet";
+    case TypeKind::Stack: return user ? "ustack" : "kstack";
+    case TypeKind::Symbol: return user ? "usym" : "ksym";
     case TypeKind::Tuple: {
       std::string s = "(";
       for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].name();
@@ -57,6 +61,8 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::Tuple: return a.elems == b.elems;
     case TypeKind::Record: return a.btf_id == b.btf_id;
     case TypeKind::Inet: return true;
+    case TypeKind::Stack:
+    case TypeKind::Symbol: return a.user == b.user;
   }
   std::unreachable();
 }

@@ -22,6 +22,8 @@ enum class TypeKind {
   Tuple,   // elems, each at offsets[i]
   Record,  // a kernel struct or union (btf_id) at an address: a base for field access
   Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
+  Stack,   // kstack/ustack (user): u64 stack id, u64 pid; size = frame limit
+  Symbol,  // ksym/usym (user): u64 address, u64 pid; printed as the symbol name
 };
 
 // Where a pointer-valued integer points, which decides the probe_read helper.
@@ -34,6 +36,7 @@ struct Type {
   bool is_pointer = false;  // Int holding an address (tracepoint `const char *`)
   AddrSpace addr_space = AddrSpace::None;
   uint32_t btf_id = 0;  // Int pointer: the BTF type pointed to (0: unknown); Record: the struct
+  bool user = false;    // Stack, Symbol: user space rather than the kernel
   std::vector<Type> elems;
   std::vector<uint32_t> offsets;
 
@@ -58,6 +61,20 @@ struct Type {
     return t;
   }
   static Type tuple(std::vector<Type> elems);
+  static Type stack(bool user, uint32_t limit) {
+    Type t;
+    t.kind = TypeKind::Stack;
+    t.user = user;
+    t.size = limit;
+    return t;
+  }
+  static Type symbol(bool user) {
+    Type t;
+    t.kind = TypeKind::Symbol;
+    t.user = user;
+    t.size = 16;
+    return t;
+  }
   static Type inet() {
     Type t;
     t.kind = TypeKind::Inet;

@@ -180,6 +180,12 @@ std::expected<ElfSymbols, std::string> ElfSymbols::load(const std::string& path)
   return out;
 }
 
+std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const {
+  for (const Segment& s : segments_)
+    if (offset >= s.offset && offset < s.offset + s.filesz) return offset - s.offset + s.vaddr;
+  return std::nullopt;
+}
+
 std::optional<uint64_t> ElfSymbols::vaddr_to_offset(uint64_t vaddr) const {
   for (const Segment& s : segments_) {
     if (vaddr >= s.vaddr && vaddr < s.vaddr + s.memsz) return vaddr - s.vaddr + s.offset;

@@ -75,6 +75,9 @@ class ElfSymbols {
   std::optional<uint64_t> vaddr(std::string_view func) const;
   // Converts a virtual address to a file offset (PT_LOAD segments).
   std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+  // The reverse: the virtual address of a file offset inside a PT_LOAD
+  // segment (user stacks: a mapping's file offset to a symbol address).
+  std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
   // Sorted, unique function names matching a glob (*, ?, [..]).
   std::vector<std::string> match(std::string_view glob) const;
   // The function containing vaddr (for user stacks / usym()).

@@ -1,7 +1,9 @@
 /* A target for uprobe cases: calls work() N times and add() once.
- * usage: uprobe_target N */
+ * usage: uprobe_target N [WHO [LINGER_MS]]: LINGER_MS keeps the process (and
+ * its /proc/PID/maps, for user stacks) alive a while after the calls. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 __attribute__((noinline)) int work(int n) {
   __asm__ volatile("" ::: "memory");
@@ -28,5 +30,10 @@ int main(int argc, char **argv) {
   char who[32];
   snprintf(who, sizeof who, "uprobe %s", argc > 2 ? argv[2] : "world");
   greet(who);
+  if (argc > 3) {
+    long ms = atol(argv[3]);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   return total + (int)s == -1;
 }

@@ -1,0 +1,65 @@
+#include "runtime/symbolizer.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "bpf/libbpf_bpf.h"
+#include "ir/ir.h"
+
+namespace bpfscope::runtime {
+
+std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit) const {
+  if (id < 0) return "\n";  // the kernel could not take the stack (bpf_get_stackid failed)
+  uint64_t frames[ir::kMaxStackFrames] = {};
+  uint32_t key = static_cast<uint32_t>(id);
+  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return "\n";
+  std::string out = "\n";
+  for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit && frames[i] != 0; ++i) {
+    std::string name = user ? user_frame(pid, frames[i], true) : kernel_.with_offset(frames[i]);
+    out += fmt::format("        {}\n", name);
+  }
+  return out;
+}
+
+std::string Symbolizer::symbol(bool user, uint64_t addr, uint32_t pid) const {
+  if (!user) return kernel_.name(addr).value_or(symbols::hex_address(addr));
+  return user_frame(pid, addr, false);
+}
+
+const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const {
+  auto it = maps_.find(pid);
+  if (it != maps_.end()) return it->second;
+  std::vector<Mapping> maps;
+  std::ifstream f(fmt::format("/proc/{}/maps", pid));
+  std::string line;
+  while (std::getline(f, line)) {
+    // start-end perms offset dev inode path
+    Mapping m{};
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &m.start, &m.end, perms, &m.offset, &path_at) < 4)
+      continue;
+    if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) m.path = line.substr(path_at);
+    if (perms[2] == 'x' && m.path.starts_with("/")) maps.push_back(std::move(m));
+  }
+  return maps_[pid] = std::move(maps);
+}
+
+std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset) const {
+  for (const auto& m : maps_of(pid)) {
+    if (addr < m.start || addr >= m.end) continue;
+    auto elf = symbols::cached_elf(m.path);
+    if (!elf) break;
+    auto vaddr = (*elf)->offset_to_vaddr(addr - m.start + m.offset);
+    if (!vaddr) break;
+    // Unknown frames print as the runtime address, as bpftrace does.
+    if (!(*elf)->name_at(*vaddr)) break;
+    return with_offset ? (*elf)->name_at_with_offset(*vaddr) : *(*elf)->name_at(*vaddr);
+  }
+  return symbols::hex_address(addr);
+}
+
+}  // namespace bpfscope::runtime

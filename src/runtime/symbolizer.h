@@ -1,0 +1,35 @@
+// Names the stacks and symbols of decoded values: kernel frames through
+// /proc/kallsyms, user frames through /proc/PID/maps and the mapped files'
+// ELF symbols. Internal to the runtime.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/maps.h"
+#include "symbols/symbols.h"
+
+namespace bpfscope::runtime {
+
+class Symbolizer : public Resolver {
+ public:
+  Symbolizer(int kstack_fd, int ustack_fd) : kstack_fd_(kstack_fd), ustack_fd_(ustack_fd) {}
+
+  std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit) const override;
+  std::string symbol(bool user, uint64_t addr, uint32_t pid) const override;
+
+ private:
+  struct Mapping {
+    uint64_t start, end, offset;
+    std::string path;
+  };
+  const std::vector<Mapping>& maps_of(uint32_t pid) const;
+  std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset) const;
+
+  int kstack_fd_, ustack_fd_;
+  symbols::KernelSymbols kernel_;
+  mutable std::map<uint32_t, std::vector<Mapping>> maps_;  // by pid, read once
+};
+
+}  // namespace bpfscope::runtime
