@@ -344,10 +344,15 @@ class Lowerer {
       b_.jump(lit->literal->size() + 1 > other->type.size ? differ : equal);
       return;
     }
-    uint32_t n = std::min(l.type.size, r.type.size);
+    compare_bytes(l.reg, r.reg, std::min(l.type.size, r.type.size), equal, differ);
+  }
+
+  // Branches to `equal` when the first n bytes at l and r agree, or agree up
+  // to a NUL they share; else to `differ`. Unrolled.
+  void compare_bytes(VregId l, VregId r, uint32_t n, BlockId equal, BlockId differ) {
     for (uint32_t i = 0; i < n; ++i) {
-      VregId a = b_.load(1, l.reg, static_cast<int32_t>(i));
-      VregId c = b_.load(1, r.reg, static_cast<int32_t>(i));
+      VregId a = b_.load(1, l, static_cast<int32_t>(i));
+      VregId c = b_.load(1, r, static_cast<int32_t>(i));
       BlockId same = b_.new_block(), next = b_.new_block();
       b_.branch(ir::Cond::Ne, a, c, differ, same);
       b_.set_block(same);
@@ -821,16 +826,7 @@ class Lowerer {
         uint32_t limit = static_cast<uint32_t>(std::min<uint64_t>({n, a.type.size, c.type.size}));
         VregId out = b_.imm(0);
         BlockId differ = b_.new_block(), join = b_.new_block();
-        for (uint32_t i = 0; i < limit; ++i) {
-          VregId x = b_.load(1, a.reg, static_cast<int32_t>(i));
-          VregId y = b_.load(1, c.reg, static_cast<int32_t>(i));
-          BlockId same = b_.new_block(), next = b_.new_block();
-          b_.branch(ir::Cond::Ne, x, y, differ, same);
-          b_.set_block(same);
-          b_.branch_imm(ir::Cond::Eq, x, 0, join, next);
-          b_.set_block(next);
-        }
-        b_.jump(join);
+        compare_bytes(a.reg, c.reg, limit, join, differ);
         b_.set_block(differ);
         b_.imm_to(out, 1);
         b_.jump(join);
