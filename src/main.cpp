@@ -42,7 +42,9 @@ OPTIONS:
     -v             verbose: also print how each probe was attached
     -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
                    bpf (libbpf; a disassembly), verifier (the kernel's log), all
-    -l [PATTERN]   list tracepoints matching PATTERN (default: all)
+    -l [PATTERN]   list probes matching PATTERN: tracepoint:CAT:EVENT, rawtracepoint:EVENT,
+                   software:EVENT, uprobe:BINARY:FUNC (globs; default: the first three);
+                   with -v, also their arguments
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
@@ -106,26 +108,13 @@ uint32_t env_u32(const char* name, const char* old_name, uint32_t def) {
   return (*end || x == 0) ? def : static_cast<uint32_t>(x);
 }
 
-int list_probes(const std::string& pattern) {
-  std::string pat = pattern.empty() ? "tracepoint:*:*" : pattern;
-  auto first = pat.find(':');
-  std::string provider = first == std::string::npos ? pat : pat.substr(0, first);
-  std::string rest = first == std::string::npos ? "*:*" : pat.substr(first + 1);
-  if (provider != "tracepoint" && provider != "t" && provider != "*") {
-    fmt::print(stderr, "ERROR: listing {} probes is not supported yet; try -l 'tracepoint:*'\n", provider);
+int list_probes(const std::string& pattern, bool verbose) {
+  auto out = sema::list_probes(pattern, verbose);
+  if (!out) {
+    fmt::print(stderr, "ERROR: {}\n", out.error());
     return 1;
   }
-  auto second = rest.find(':');
-  std::string cat = second == std::string::npos ? rest : rest.substr(0, second);
-  std::string ev = second == std::string::npos ? "*" : rest.substr(second + 1);
-  auto names = bpf::list_tracepoints(cat, ev);
-  if (!names) {
-    fmt::print(stderr, "ERROR: {}\n", names.error().message);
-    return 1;
-  }
-  std::string out;
-  for (const auto& n : *names) out += "tracepoint:" + n + "\n";
-  fwrite(out.data(), 1, out.size(), stdout);
+  fwrite(out->data(), 1, out->size(), stdout);
   return 0;
 }
 
@@ -284,7 +273,7 @@ int main(int argc, char** argv) {
         return 1;
     }
   }
-  if (want_list) return list_probes(optind < argc ? argv[optind] : "");
+  if (want_list) return list_probes(optind < argc ? argv[optind] : "", cli.run.verbose);
   if (!cli.have_program) {
     if (optind >= argc) {
       fmt::print(stderr, "ERROR: no program given (use -e 'program', a file, or - for stdin)\n{}", kUsage);

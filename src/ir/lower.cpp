@@ -877,6 +877,20 @@ class Lowerer {
       }
       case sema::Function::KstackCall:
       case sema::Function::UstackCall: return stack_val(t);
+      case sema::Function::HasKey: {
+        const auto& m = map_info(e.args[0]);
+        VregId key = scratch_ptr(alloc(m.key_size));
+        copy_to(key, 0, expr(e.args[1]), m.key);
+        VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[e.args[0]]), key});
+        VregId out = b_.imm(0);
+        BlockId found = b_.new_block(), join = b_.new_block();
+        b_.branch_imm(ir::Cond::Ne, ptr, 0, found, join);
+        b_.set_block(found);
+        b_.imm_to(out, 1);
+        b_.jump(join);
+        b_.set_block(join);
+        return int_val(out, t);
+      }
       case sema::Function::Ksym:
       case sema::Function::Usym: {
         // [address][pid]: user space names it when it prints.

@@ -59,8 +59,9 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "usym", .id = Function::Usym, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "kstack", .id = Function::KstackCall, .min_args = 1, .max_args = 2},
     FunctionRow{.name = "ustack", .id = Function::UstackCall, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "has_key", .id = Function::HasKey, .min_args = 2, .max_args = 2},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::UstackCall) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::HasKey) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -119,7 +120,8 @@ bool is_aggregation(Function f) {
     case Function::Ksym:
     case Function::Usym:
     case Function::KstackCall:
-    case Function::UstackCall: return false;
+    case Function::UstackCall:
+    case Function::HasKey: return false;
   }
   std::unreachable();
 }

@@ -846,6 +846,30 @@ class Checker {
         }
         return Type::inet();
       }
+      case Function::HasKey: {
+        const Expr& a = ast_.expr(e.args[0]);
+        if (a.kind != ExprKind::Map || !a.args.empty()) {
+          error(a.loc, "has_key() expects a map without a key, then the key: has_key(@m, k)");
+          return Type::none();
+        }
+        auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
+        if (it == out_.maps.end()) {
+          error(a.loc, fmt::format("Undefined map: {}", a.name));
+          return Type::none();
+        }
+        Type kt = expr(e.args[1]);
+        Type u;
+        if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
+          error(ast_.expr(e.args[1]).loc,
+                fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
+                            "arguments: '{}'",
+                            a.name, kt.name(), it->keyed ? it->key.name() : "none"));
+          return Type::none();
+        }
+        out_.map_of[e.args[0]] = static_cast<int32_t>(it - out_.maps.begin());
+        set(e.args[0], Type::none());
+        return Type::boolean();
+      }
       case Function::Ksym:
       case Function::Usym: {
         if (!expr(e.args[0]).is_int()) {

@@ -136,6 +136,68 @@ constexpr std::array kSoftwareEvents = {
 
 }  // namespace
 
+std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose) {
+  std::string pat = pattern.empty() ? "*" : std::string(pattern);
+  auto parts = split(pat, ':');
+  std::string_view provider = parts[0];
+  const ProviderRow* row = provider == "*" ? nullptr : find_provider(provider);
+  if (provider != "*" && !row) return std::unexpected(fmt::format("Invalid probe type: {}", provider));
+  auto wants = [&](ProbeKind k) { return !row || row->kind == k; };
+  auto part = [&](size_t i) { return i < parts.size() ? parts[i] : std::string_view("*"); };
+  std::string out;
+  bpf::Btf btf;
+  if (wants(ProbeKind::Tracepoint)) {
+    auto names = bpf::list_tracepoints(part(1), part(2));
+    if (!names) return std::unexpected(names.error().message);
+    for (const auto& n : *names) {
+      out += "tracepoint:" + n + "\n";
+      if (!verbose) continue;
+      auto colon = n.find(':');
+      if (auto f = bpf::read_tracepoint_format(n.substr(0, colon), n.substr(colon + 1)))
+        for (const auto& field : f->fields) {
+          std::string type = field.type;
+          auto bracket = type.find('[');
+          std::string suffix = bracket == std::string::npos ? "" : type.substr(bracket);
+          if (bracket != std::string::npos) type.erase(bracket);
+          out += fmt::format("    {}{}{}{}\n", type, type.ends_with("*") ? "" : " ", field.name, suffix);
+        }
+    }
+  }
+  if (wants(ProbeKind::RawTracepoint)) {
+    auto names = bpf::list_tracepoints("*", row ? part(parts.size() > 2 ? 2 : 1) : "*");
+    if (!names) return std::unexpected(names.error().message);
+    std::vector<std::string> events;
+    for (const auto& n : *names) events.push_back(n.substr(n.find(':') + 1));
+    std::sort(events.begin(), events.end());
+    events.erase(std::unique(events.begin(), events.end()), events.end());
+    for (const auto& ev : events) {
+      out += "rawtracepoint:" + ev + "\n";
+      if (!verbose) continue;
+      if (auto params = btf.tracepoint_args(ev))
+        for (const auto& p : *params) {
+          std::string type = btf.type_name(p.type_id);
+          out += fmt::format("    {}{}{}\n", type, type.ends_with("*") ? "" : " ", p.name);
+        }
+    }
+  }
+  if (wants(ProbeKind::Software)) {
+    for (const auto& e : kSoftwareEvents)
+      if (bpf::glob_match(part(1), e.name)) out += fmt::format("software:{}:\n", e.name);
+  }
+  if (row && (row->kind == ProbeKind::Uprobe || row->kind == ProbeKind::Uretprobe)) {
+    if (parts.size() < 2) return std::unexpected("list uprobes of a binary: -l 'uprobe:BINARY:*'");
+    auto path = symbols::resolve_binary(parts[1]);
+    if (!path) return std::unexpected(fmt::format("binary or library not found: {}", parts[1]));
+    auto elf = symbols::cached_elf(*path);
+    if (!elf) return std::unexpected(elf.error());
+    for (const auto& f : (*elf)->match(part(2))) out += fmt::format("{}:{}:{}\n", row->canonical, *path, f);
+  }
+  if (row && !wants(ProbeKind::Tracepoint) && !wants(ProbeKind::RawTracepoint) && !wants(ProbeKind::Software) &&
+      row->kind != ProbeKind::Uprobe && row->kind != ProbeKind::Uretprobe)
+    return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
+  return out;
+}
+
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
   if (const auto* row = find_provider(provider)) return row->kind;
   return std::nullopt;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <expected>
 #include <memory>
 
 #include "bpf/bpf.h"
@@ -74,7 +75,7 @@ enum class Builtin {
 enum class Function {
   None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
-  Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall,
+  Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
 };
 
 bool is_aggregation(Function f);
@@ -156,5 +157,11 @@ std::string dump(const TypedProgram& program);
 
 // The provider table, for -l and for error messages.
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
+
+// -l [PATTERN]: the probes matching PATTERN, one per line ("" lists the
+// tracepoints, raw tracepoints and software events). With `verbose` (-lv)
+// each is followed by its arguments, indented 4 spaces. Returns an error
+// message for a provider that cannot be listed.
+std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose);
 
 }  // namespace bpfscope::sema
