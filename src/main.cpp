@@ -48,6 +48,7 @@ OPTIONS:
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
+    --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
 
@@ -266,7 +267,7 @@ int main(int argc, char** argv) {
       case kVerifyIr:
       case 'k':
       case 'I': break;
-      case kInfo: fmt::print(stderr, "ERROR: --info is not supported yet\n"); return 1;
+      case kInfo: fmt::print("{}", bpf::kernel_info()); return 0;
       default:
         fmt::print(stderr, "ERROR: unknown or incomplete option: {}\n", argv[optind - 1]);
         fmt::print(stderr, "{}", kUsage);

@@ -150,6 +150,10 @@ Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uin
 std::vector<int> online_cpus();
 int possible_cpus();
 
+// --info: the probe types, map types and helpers this kernel accepts, found
+// by loading and creating small objects.
+std::string kernel_info();
+
 // Whether the kernel offers a mechanism, probed without side effects
 // (kprobe PMU, fentry loads, ...). For the error messages of missing probes.
 bool has_kprobe_support();
