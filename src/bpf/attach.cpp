@@ -102,13 +102,17 @@ static Result<std::pair<uint32_t, int>> uprobe_pmu() {
   return std::pair{static_cast<uint32_t>(std::atoi(type->c_str())), bit};
 }
 
-Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid) {
+Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid,
+                           uint64_t ref_ctr_offset) {
   auto pmu = uprobe_pmu();
   if (!pmu) return std::unexpected(pmu.error());
   perf_event_attr attr{};
   attr.type = pmu->first;
   attr.size = sizeof attr;
   attr.config = retprobe ? 1ull << pmu->second : 0;
+  // A USDT semaphore: the kernel counts attached probes in it (config:32-63,
+  // /sys/bus/event_source/devices/uprobe/format/ref_ctr_offset).
+  attr.config |= ref_ctr_offset << 32;
   attr.config1 = reinterpret_cast<uint64_t>(path.c_str());  // uprobe_path
   attr.config2 = offset;                                    // probe_offset
   attr.sample_period = 1;

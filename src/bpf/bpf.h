@@ -138,7 +138,9 @@ Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);
 
 // A uprobe or uretprobe through the uprobe PMU at a file offset of `path`,
 // for all processes (pid -1) or one.
-Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid = -1);
+// ref_ctr_offset: file offset of a USDT semaphore to increment, or 0.
+Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid = -1,
+                           uint64_t ref_ctr_offset = 0);
 
 // A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)
 // on one CPU (cpu >= 0) or, with cpu = -1, one event per online CPU.

@@ -678,6 +678,7 @@ class Lowerer {
       case sema::Builtin::Ncpus: return constant(opts_.online_cpus, t);
       case sema::Builtin::Arg: {
         int n = arg_number(ast_.expr(id).name);
+        if (unit_.kind == sema::ProbeKind::Usdt) return usdt_arg(target().usdt_args[n], t);
         if (unit_.kind == sema::ProbeKind::Uprobe) {
           // x86-64 calling convention, as offsets into struct pt_regs:
           // di, si, dx, cx, r8, r9; further arguments are on the stack.
@@ -1284,6 +1285,26 @@ class Lowerer {
     VregId nv = b_.alu_imm(AluOp::Add, old.reg, delta);
     map_write_key(e.args[0], key, int_val(nv, t));
     return int_val(post ? old.reg : nv, t);
+  }
+
+  // A USDT argument: a register of struct pt_regs, a constant, or user
+  // memory at a register plus a displacement.
+  Val usdt_arg(const sema::UsdtArg& a, const Type& t) {
+    switch (a.kind) {
+      case sema::UsdtArg::Kind::Constant: return constant(a.value, t);
+      case sema::UsdtArg::Kind::Register: {
+        VregId v = b_.load(8, ctx_, a.reg);
+        return int_val(extend(v, a.size, a.is_signed), t);
+      }
+      case sema::UsdtArg::Kind::Memory: {
+        VregId addr = b_.alu_imm(AluOp::Add, b_.load(8, ctx_, a.reg), a.value);
+        VregId tmp = scratch_ptr(alloc(8));
+        b_.store_imm(8, tmp, 0, 0);
+        b_.call(BPF_FUNC_probe_read_user, {tmp, b_.imm(a.size), addr});
+        return int_val(extend(b_.load(static_cast<uint8_t>(a.size), tmp, 0), a.size, a.is_signed), t);
+      }
+    }
+    std::unreachable();
   }
 
   // A stack as [stack id][pid]: the frames stay in the stack map and user

@@ -41,6 +41,7 @@ bpf_prog_type prog_type(sema::ProbeKind k) {
     case sema::ProbeKind::Hardware: return BPF_PROG_TYPE_PERF_EVENT;
     case sema::ProbeKind::Uprobe:
     case sema::ProbeKind::Uretprobe:
+    case sema::ProbeKind::Usdt:
     case sema::ProbeKind::Kprobe:
     case sema::ProbeKind::Kretprobe: return BPF_PROG_TYPE_KPROBE;
     case sema::ProbeKind::Fentry:
@@ -71,7 +72,8 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::Profile:
     case sema::ProbeKind::Software:
     case sema::ProbeKind::Uprobe:
-    case sema::ProbeKind::Uretprobe: return "";
+    case sema::ProbeKind::Uretprobe:
+    case sema::ProbeKind::Usdt: return "";
   }
   std::unreachable();
 }
@@ -322,9 +324,10 @@ class Session {
             break;
           }
           case sema::ProbeKind::Uprobe:
-          case sema::ProbeKind::Uretprobe: {
+          case sema::ProbeKind::Uretprobe:
+          case sema::ProbeKind::Usdt: {
             bool ret = unit.kind == sema::ProbeKind::Uretprobe;
-            auto link = bpf::attach_uprobe(fd, t.path, t.offset, ret, o_.target_pid);
+            auto link = bpf::attach_uprobe(fd, t.path, t.offset, ret, o_.target_pid, t.ref_ctr);
             if (!link) return attach_error(t, link.error().message);
             if (o_.verbose)
               fmt::print(stderr, "{}: {} PMU perf_event at offset {:#x}{}\n", t.name, ret ? "uretprobe" : "uprobe",

@@ -1105,9 +1105,20 @@ class Checker {
         if (b->id == Builtin::Arg) {
           bool user = false;
           for (const auto& p : *points_) {
-            user = user || p.kind == ProbeKind::Uprobe;
+            user = user || p.kind == ProbeKind::Uprobe || p.kind == ProbeKind::Usdt;
+            if (p.kind == ProbeKind::Usdt) {
+              target_specific_ = true;  // each note has its own argument specs
+              for (const auto& t : p.targets) {
+                if (static_cast<size_t>(arg_index(e.name)) >= t.usdt_args.size()) {
+                  error(e.loc, fmt::format("{} does not exist: usdt {} has {} arguments", e.name, t.func,
+                                           t.usdt_args.size()));
+                  return set(id, Type::none());
+                }
+              }
+              continue;
+            }
             if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Uprobe) {
-              error(e.loc, fmt::format("{} is only available in rawtracepoint and uprobe probes here", e.name));
+              error(e.loc, fmt::format("{} is only available in rawtracepoint, uprobe and usdt probes here", e.name));
               return set(id, Type::none());
             }
           }

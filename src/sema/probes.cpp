@@ -36,6 +36,8 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "u", .kind = ProbeKind::Uprobe, .canonical = "uprobe"},
     ProviderRow{.name = "uretprobe", .kind = ProbeKind::Uretprobe, .canonical = "uretprobe"},
     ProviderRow{.name = "ur", .kind = ProbeKind::Uretprobe, .canonical = "uretprobe"},
+    ProviderRow{.name = "usdt", .kind = ProbeKind::Usdt, .canonical = "usdt"},
+    ProviderRow{.name = "U", .kind = ProbeKind::Usdt, .canonical = "usdt"},
     ProviderRow{.name = "kprobe", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
     ProviderRow{.name = "k", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
     ProviderRow{.name = "kretprobe", .kind = ProbeKind::Kretprobe, .canonical = "kretprobe"},
@@ -110,6 +112,60 @@ std::optional<std::pair<uint64_t, bool>> parse_duration(std::string_view s) {
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
   if (i == s.size()) return parse_period("ns", s);
   return parse_period(s.substr(i), s.substr(0, i));
+}
+
+// x86-64 register names in USDT argument specs, as offsets in struct pt_regs.
+std::optional<int32_t> pt_regs_offset(std::string_view reg) {
+  struct Reg {
+    std::string_view names[4];
+    int32_t offset;
+  };
+  constexpr Reg kRegs[] = {
+      {{"rax", "eax", "ax", "al"}, 80}, {{"rbx", "ebx", "bx", "bl"}, 40}, {{"rcx", "ecx", "cx", "cl"}, 88},
+      {{"rdx", "edx", "dx", "dl"}, 96}, {{"rsi", "esi", "si", "sil"}, 104}, {{"rdi", "edi", "di", "dil"}, 112},
+      {{"rbp", "ebp", "bp", "bpl"}, 32}, {{"rsp", "esp", "sp", "spl"}, 152}, {{"r8", "r8d", "r8w", "r8b"}, 72},
+      {{"r9", "r9d", "r9w", "r9b"}, 64}, {{"r10", "r10d", "r10w", "r10b"}, 56}, {{"r11", "r11d", "r11w", "r11b"}, 48},
+      {{"r12", "r12d", "r12w", "r12b"}, 24}, {{"r13", "r13d", "r13w", "r13b"}, 16},
+      {{"r14", "r14d", "r14w", "r14b"}, 8}, {{"r15", "r15d", "r15w", "r15b"}, 0}, {{"rip", "eip", "ip", ""}, 128},
+  };
+  for (const auto& r : kRegs)
+    for (auto n : r.names)
+      if (!n.empty() && n == reg) return r.offset;
+  return std::nullopt;
+}
+
+// "SIZE@OPERAND": %reg, $imm or disp(%reg).
+std::optional<UsdtArg> parse_usdt_arg(std::string_view spec) {
+  auto at = spec.find('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  UsdtArg a;
+  int size = std::atoi(std::string(spec.substr(0, at)).c_str());
+  a.is_signed = size < 0;
+  a.size = static_cast<uint32_t>(size < 0 ? -size : size);
+  if (a.size != 1 && a.size != 2 && a.size != 4 && a.size != 8) return std::nullopt;
+  std::string_view op = spec.substr(at + 1);
+  if (op.starts_with("$")) {
+    a.kind = UsdtArg::Kind::Constant;
+    a.value = std::strtoll(std::string(op.substr(1)).c_str(), nullptr, 0);
+    return a;
+  }
+  if (op.starts_with("%")) {
+    auto reg = pt_regs_offset(op.substr(1));
+    if (!reg) return std::nullopt;
+    a.kind = UsdtArg::Kind::Register;
+    a.reg = *reg;
+    return a;
+  }
+  auto paren = op.find("(%");
+  if (paren == std::string_view::npos || !op.ends_with(")")) return std::nullopt;
+  std::string_view reg_name = op.substr(paren + 2, op.size() - paren - 3);
+  if (reg_name.find(',') != std::string_view::npos) return std::nullopt;  // index forms
+  auto reg = pt_regs_offset(reg_name);
+  if (!reg) return std::nullopt;
+  a.kind = UsdtArg::Kind::Memory;
+  a.reg = *reg;
+  a.value = paren == 0 ? 0 : std::strtoll(std::string(op.substr(0, paren)).c_str(), nullptr, 0);
+  return a;
 }
 
 struct SoftwareEvent {
@@ -325,6 +381,50 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       }
       if (out.targets.empty()) {
         diags.error(loc, fmt::format("no function in {} matches {}", *path, spec));
+        return std::nullopt;
+      }
+      return out;
+    }
+    case ProbeKind::Usdt: {
+      // usdt:BIN:[PROVIDER:]NAME, with * in provider and name.
+      if (parts.size() != 3 && parts.size() != 4) {
+        diags.error(loc, "usdt probe must be usdt:BINARY:[PROVIDER:]NAME");
+        return std::nullopt;
+      }
+      auto path = symbols::resolve_binary(parts[1]);
+      if (!path) {
+        diags.error(loc, fmt::format("binary or library not found: {}", parts[1]));
+        return std::nullopt;
+      }
+      auto elf = symbols::cached_elf(*path);
+      if (!elf) {
+        diags.error(loc, fmt::format("cannot read {}: {}", *path, elf.error()));
+        return std::nullopt;
+      }
+      std::string_view provider = parts.size() == 4 ? parts[2] : "*";
+      std::string_view name = parts.back();
+      for (const auto& note : (*elf)->usdt()) {
+        if (!bpf::glob_match(provider, note.provider) || !bpf::glob_match(name, note.name)) continue;
+        AttachTarget t{.name = fmt::format("usdt:{}:{}:{}", *path, note.provider, note.name), .format = {},
+                       .path = *path, .offset = note.pc, .func = note.provider + ":" + note.name,
+                       .ref_ctr = note.semaphore, .loc = loc};
+        std::string_view args = note.args;
+        while (!args.empty()) {
+          size_t sp = args.find(' ');
+          std::string_view one = args.substr(0, sp);
+          args = sp == std::string_view::npos ? std::string_view{} : args.substr(sp + 1);
+          if (one.empty()) continue;
+          auto a = parse_usdt_arg(one);
+          if (!a) {
+            diags.error(loc, fmt::format("usdt {}:{}: argument spec {} is not supported", note.provider, note.name, one));
+            return std::nullopt;
+          }
+          t.usdt_args.push_back(*a);
+        }
+        out.targets.push_back(std::move(t));
+      }
+      if (out.targets.empty()) {
+        diags.error(loc, fmt::format("no USDT probe {}:{} in {}", provider, name, *path));
         return std::nullopt;
       }
       return out;

@@ -22,8 +22,17 @@ namespace bpfscope::sema {
 
 // ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
 enum class ProbeKind {
-  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software, Uprobe, Uretprobe,
+  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software, Uprobe, Uretprobe, Usdt,
   Kprobe, Kretprobe, Fentry, Fexit, Hardware,
+};
+
+// One USDT argument, from the note's spec ("-4@%eax", "8@-20(%rbp)", "4@$5").
+struct UsdtArg {
+  enum class Kind { Register, Constant, Memory } kind = Kind::Constant;
+  uint32_t size = 8;       // bytes
+  bool is_signed = false;  // a negative size in the spec
+  int32_t reg = 0;         // Register, Memory: offset of the register in struct pt_regs
+  int64_t value = 0;       // Constant: the value; Memory: the displacement
 };
 
 // One expanded attach point.
@@ -36,7 +45,9 @@ struct AttachTarget {
   uint64_t perf_config = 0;      // Software: PERF_COUNT_SW_*
   std::string path;              // Uprobe: the binary or library
   uint64_t offset = 0;           // Uprobe: file offset of the probed instruction
-  std::string func;              // Uprobe: the function (`func` builtin)
+  std::string func;              // Uprobe: the function (`func` builtin); Usdt: provider:name
+  uint64_t ref_ctr = 0;          // Usdt: file offset of the semaphore (0: none)
+  std::vector<UsdtArg> usdt_args;
   lang::Loc loc;                 // the attach point in the source
 };
 
