@@ -127,6 +127,22 @@ Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset
   return attach_to_perf_event(prog_fd, Fd(pfd), what);
 }
 
+Result<void> run_iterator(int prog_fd) {
+  int link = bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, nullptr);
+  if (link < 0) return std::unexpected(make_error(errno, "bpf_link_create(BPF_TRACE_ITER)"));
+  Fd link_fd(link);
+  int iter = bpf_iter_create(link);
+  if (iter < 0) return std::unexpected(make_error(errno, "bpf_iter_create"));
+  Fd iter_fd(iter);
+  // Reading runs the program over every object; it writes nothing here.
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(iter, buf, sizeof buf)) > 0) {
+  }
+  if (n < 0) return std::unexpected(make_error(errno, "read(iterator)"));
+  return {};
+}
+
 Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event) {
   int fd = bpf_raw_tracepoint_open(event.c_str(), prog_fd);
   if (fd < 0) return std::unexpected(make_error(errno, "bpf_raw_tracepoint_open(" + event + ")"));

@@ -132,6 +132,9 @@ struct Link {
 // the perf event), so filter on bpf_get_current_pid_tgid() in the program.
 Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1);
 
+// Runs an iterator program (iter:) once over all its objects.
+Result<void> run_iterator(int prog_fd);
+
 // A raw tracepoint (BPF_RAW_TRACEPOINT_OPEN) by event name; the program gets
 // the tracepoint's raw u64 arguments.
 Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);

@@ -65,6 +65,16 @@ class Lowerer {
       b_.ret(0);
       b_.set_block(run);
     }
+    if (unit_.kind == sema::ProbeKind::Iter) {
+      // The iterator calls the program once more at the end with the object
+      // (the member after `meta`) NULL; that call has nothing to report.
+      VregId obj = b_.load(8, ctx_, 8);
+      BlockId some = b_.new_block(), none = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, obj, 0, none, some);
+      b_.set_block(none);
+      b_.ret(0);
+      b_.set_block(some);
+    }
     key_slot_ = b_.reserve_stack(8);
     // scratch = lookup(scratch_map, &0); a failed lookup cannot happen for a
     // per-CPU array, but the verifier needs the check.
@@ -662,6 +672,7 @@ class Lowerer {
       case sema::Builtin::Numaid: return int_val(b_.call(BPF_FUNC_get_numa_node_id, {}), t);
       case sema::Builtin::Cpid: return constant(opts_.cpid, t);
       case sema::Builtin::Curtask: return int_val(b_.call(BPF_FUNC_get_current_task, {}), t);
+      case sema::Builtin::Ctx: return int_val(ctx_, t);
       case sema::Builtin::Ppid:
       case sema::Builtin::Pcomm: {
         // curtask->real_parent->tgid / ->comm, with offsets from BTF.

@@ -44,6 +44,7 @@ bpf_prog_type prog_type(sema::ProbeKind k) {
     case sema::ProbeKind::Usdt:
     case sema::ProbeKind::Kprobe:
     case sema::ProbeKind::Kretprobe: return BPF_PROG_TYPE_KPROBE;
+    case sema::ProbeKind::Iter:
     case sema::ProbeKind::Fentry:
     case sema::ProbeKind::Fexit: return BPF_PROG_TYPE_TRACING;
   }
@@ -73,7 +74,8 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::Software:
     case sema::ProbeKind::Uprobe:
     case sema::ProbeKind::Uretprobe:
-    case sema::ProbeKind::Usdt: return "";
+    case sema::ProbeKind::Usdt:
+    case sema::ProbeKind::Iter: return "";
   }
   std::unreachable();
 }
@@ -129,6 +131,7 @@ class Session {
 
     run_kind(sema::ProbeKind::Begin);
     drain();
+    if (!exiting_) run_iterators();
     if (!exiting_ && !p_.only_begin_end) {
       if (int rc = attach_all(); rc) {
         links_.clear();
@@ -263,6 +266,10 @@ class Session {
       const auto& unit = p_.units[m_.unit_of[i]];
       bpf::ProgramSpec spec;
       spec.type = prog_type(unit.kind);
+      if (unit.kind == sema::ProbeKind::Iter) {
+        spec.expected_attach_type = BPF_TRACE_ITER;
+        spec.attach_btf_id = unit.targets[0].btf_id;
+      }
       spec.name = prog.name;
       spec.insns = prog.insns;
       spec.log_level = o_.debug_verifier ? 1 : 0;
@@ -301,6 +308,17 @@ class Session {
     }
   }
 
+  void run_iterators() {
+    for (size_t i = 0; i < prog_fds_.size(); ++i) {
+      const auto& unit = p_.units[m_.unit_of[i]];
+      if (unit.kind != sema::ProbeKind::Iter) continue;
+      if (o_.verbose) fmt::print(stderr, "{}: BPF iterator\n", unit.targets[0].name);
+      if (auto r = bpf::run_iterator(prog_fds_[i].get()); !r)
+        fmt::print(stderr, "ERROR: {}: {}\n", unit.targets[0].name, r.error().message);
+      drain();
+    }
+  }
+
   int attach_all() {
     for (size_t i = 0; i < prog_fds_.size(); ++i) {
       const auto& unit = p_.units[m_.unit_of[i]];
@@ -308,7 +326,8 @@ class Session {
         int fd = prog_fds_[i].get();
         switch (unit.kind) {
           case sema::ProbeKind::Begin:
-          case sema::ProbeKind::End: break;
+          case sema::ProbeKind::End:
+          case sema::ProbeKind::Iter: break;  // run by run_iterators()
           case sema::ProbeKind::Tracepoint: {
             auto link = bpf::attach_tracepoint(fd, t.format.id);
             if (!link) return attach_error(t, link.error().message);

@@ -31,6 +31,7 @@ constexpr std::array kBuiltins = {
     BuiltinRow{.name = "func", .id = Builtin::Func, .kind = TypeKind::String, .size = 0, .is_signed = false},
     BuiltinRow{.name = "kstack", .id = Builtin::Kstack, .kind = TypeKind::Stack, .size = 127, .is_signed = false},
     BuiltinRow{.name = "ustack", .id = Builtin::Ustack, .kind = TypeKind::Stack, .size = 127, .is_signed = false},
+    BuiltinRow{.name = "ctx", .id = Builtin::Ctx, .kind = TypeKind::Int, .size = 8, .is_signed = false},
 };
 
 constexpr std::array kFunctions = {

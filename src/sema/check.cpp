@@ -1093,6 +1093,16 @@ class Checker {
           (user ? out_.uses_ustack : out_.uses_kstack) = true;
           return set(id, Type::stack(user, 127));
         }
+        if (b->id == Builtin::Ctx) {
+          out_.builtin_of[id] = b->id;
+          const ResolvedAttachPoint* iter = nullptr;
+          for (const auto& p : *points_) iter = p.kind == ProbeKind::Iter ? &p : iter;
+          if (!iter || points_->size() != 1) {
+            error(e.loc, "ctx is only available in iter probes here");
+            return set(id, Type::none());
+          }
+          return set(id, pointer_to("bpf_iter__" + iter->targets[0].format.event, e.loc));
+        }
         if (b->id == Builtin::Curtask) {
           out_.builtin_of[id] = b->id;
           return set(id, pointer_to("task_struct", e.loc));
@@ -1510,7 +1520,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   // Program units: one per target when the body depends on it, else one per kind.
   for (uint32_t i = 0; i < program.probes.size(); ++i) {
     for (auto& point : resolved[i]) {
-      if (point.kind != ProbeKind::Begin && point.kind != ProbeKind::End) out.only_begin_end = false;
+      // A program of BEGIN, END and iterators ends after running them.
+      if (point.kind != ProbeKind::Begin && point.kind != ProbeKind::End && point.kind != ProbeKind::Iter)
+        out.only_begin_end = false;
       if (point.kind == ProbeKind::End) out.has_end = true;
       auto existing = std::find_if(out.units.begin(), out.units.end(), [&](const ProgramUnit& u) {
         return u.probe_index == i && u.kind == point.kind && !target_specific[i];

@@ -14,6 +14,7 @@ static const char* kind_name(ProbeKind k) {
     case ProbeKind::Uprobe: return "uprobe";
     case ProbeKind::Uretprobe: return "uretprobe";
     case ProbeKind::Usdt: return "usdt";
+    case ProbeKind::Iter: return "iter";
     case ProbeKind::Interval: return "interval";
     case ProbeKind::Profile: return "profile";
     case ProbeKind::Kprobe: return "kprobe";

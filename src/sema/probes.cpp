@@ -36,6 +36,8 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "u", .kind = ProbeKind::Uprobe, .canonical = "uprobe"},
     ProviderRow{.name = "uretprobe", .kind = ProbeKind::Uretprobe, .canonical = "uretprobe"},
     ProviderRow{.name = "ur", .kind = ProbeKind::Uretprobe, .canonical = "uretprobe"},
+    ProviderRow{.name = "iter", .kind = ProbeKind::Iter, .canonical = "iter"},
+    ProviderRow{.name = "it", .kind = ProbeKind::Iter, .canonical = "iter"},
     ProviderRow{.name = "usdt", .kind = ProbeKind::Usdt, .canonical = "usdt"},
     ProviderRow{.name = "U", .kind = ProbeKind::Usdt, .canonical = "usdt"},
     ProviderRow{.name = "kprobe", .kind = ProbeKind::Kprobe, .canonical = "kprobe"},
@@ -383,6 +385,23 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         diags.error(loc, fmt::format("no function in {} matches {}", *path, spec));
         return std::nullopt;
       }
+      return out;
+    }
+    case ProbeKind::Iter: {
+      // iter:NAME runs the kernel's bpf_iter_NAME over its objects once.
+      if (parts.size() != 2 || parts[1].empty()) {
+        diags.error(loc, "iter probe must be iter:NAME, e.g. iter:task");
+        return std::nullopt;
+      }
+      bpf::Btf btf;
+      auto fn = btf.find_func(fmt::format("bpf_iter_{}", parts[1]));
+      if (!fn || !btf.find_struct(fmt::format("bpf_iter__{}", parts[1]))) {
+        diags.error(loc, fmt::format("iterator not found in the kernel's BTF: {}", parts[1]));
+        return std::nullopt;
+      }
+      AttachTarget t{.name = fmt::format("iter:{}", parts[1]), .format = {}, .btf_id = *fn, .loc = loc};
+      t.format.event = std::string(parts[1]);
+      out.targets.push_back(std::move(t));
       return out;
     }
     case ProbeKind::Usdt: {

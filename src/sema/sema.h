@@ -22,7 +22,7 @@ namespace bpfscope::sema {
 
 // ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
 enum class ProbeKind {
-  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software, Uprobe, Uretprobe, Usdt,
+  Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software, Uprobe, Uretprobe, Usdt, Iter,
   Kprobe, Kretprobe, Fentry, Fexit, Hardware,
 };
 
@@ -48,6 +48,7 @@ struct AttachTarget {
   std::string func;              // Uprobe: the function (`func` builtin); Usdt: provider:name
   uint64_t ref_ctr = 0;          // Usdt: file offset of the semaphore (0: none)
   std::vector<UsdtArg> usdt_args;
+  uint32_t btf_id = 0;           // Iter: the kernel's bpf_iter_NAME function (attach_btf_id)
   lang::Loc loc;                 // the attach point in the source
 };
 
@@ -79,7 +80,7 @@ struct MapInfo {
 enum class Builtin {
   None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
   Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
-  Curtask, Ppid, Pcomm, Retval, Func, Kstack, Ustack,
+  Curtask, Ppid, Pcomm, Retval, Func, Kstack, Ustack, Ctx,
 };
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.
