@@ -587,6 +587,29 @@ class Checker {
     return result.value_or(Type::none());
   }
 
+  // A map named without a key and its key given apart (delete(@m, k),
+  // has_key(@m, k)): checks the key against the map's key type.
+  bool map_and_key(ExprId map_id, ExprId key_id) {
+    const Expr& a = ast_.expr(map_id);
+    auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
+    if (it == out_.maps.end()) {
+      error(a.loc, fmt::format("Undefined map: {}", a.name));
+      return false;
+    }
+    Type kt = expr(key_id);
+    Type u;
+    if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
+      error(ast_.expr(key_id).loc,
+            fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
+                        "arguments: '{}'",
+                        a.name, kt.name(), it->keyed ? it->key.name() : "none"));
+      return false;
+    }
+    out_.map_of[map_id] = static_cast<int32_t>(it - out_.maps.begin());
+    set(map_id, Type::none());
+    return true;
+  }
+
   bool arg_count_ok(const Expr& e, const FunctionRow& row) {
     if (e.args.size() >= row.min_args && e.args.size() <= row.max_args) return true;
     if (row.max_args == 0)
@@ -748,22 +771,7 @@ class Checker {
             error(a.loc, "delete(@m, key) takes the map without a key");
             return Type::none();
           }
-          const Expr& k = ast_.expr(e.args[1]);
-          auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
-          if (it == out_.maps.end()) {
-            error(a.loc, fmt::format("Undefined map: {}", a.name));
-            return Type::none();
-          }
-          Type kt = expr(e.args[1]);
-          Type u;
-          if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
-            error(k.loc, fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map "
-                                     "expects arguments: '{}'",
-                                     a.name, kt.name(), it->key.name()));
-            return Type::none();
-          }
-          out_.map_of[e.args[0]] = static_cast<int32_t>(it - out_.maps.begin());
-          set(e.args[0], Type::none());
+          if (!map_and_key(e.args[0], e.args[1])) return Type::none();
         } else {
           if (!map_for(e.args[0], false)) {
             bool exists = std::any_of(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
@@ -852,22 +860,7 @@ class Checker {
           error(a.loc, "has_key() expects a map without a key, then the key: has_key(@m, k)");
           return Type::none();
         }
-        auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
-        if (it == out_.maps.end()) {
-          error(a.loc, fmt::format("Undefined map: {}", a.name));
-          return Type::none();
-        }
-        Type kt = expr(e.args[1]);
-        Type u;
-        if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
-          error(ast_.expr(e.args[1]).loc,
-                fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
-                            "arguments: '{}'",
-                            a.name, kt.name(), it->keyed ? it->key.name() : "none"));
-          return Type::none();
-        }
-        out_.map_of[e.args[0]] = static_cast<int32_t>(it - out_.maps.begin());
-        set(e.args[0], Type::none());
+        if (!map_and_key(e.args[0], e.args[1])) return Type::none();
         return Type::boolean();
       }
       case Function::Ksym:

@@ -170,6 +170,23 @@ std::optional<UsdtArg> parse_usdt_arg(std::string_view spec) {
   return a;
 }
 
+// The binary or library of a uprobe/usdt attach point (a path, a program in
+// PATH or a library name through ld.so.cache) and its ELF symbols.
+std::optional<std::pair<std::string, std::shared_ptr<const symbols::ElfSymbols>>> open_binary(
+    std::string_view name, lang::Loc loc, lang::Diagnostics& diags) {
+  auto path = symbols::resolve_binary(name);
+  if (!path) {
+    diags.error(loc, fmt::format("binary or library not found: {}", name));
+    return std::nullopt;
+  }
+  auto elf = symbols::cached_elf(*path);
+  if (!elf) {
+    diags.error(loc, fmt::format("cannot read symbols of {}: {}", *path, elf.error()));
+    return std::nullopt;
+  }
+  return std::pair{*path, *elf};
+}
+
 struct SoftwareEvent {
   std::string_view name;
   std::string_view alias;
@@ -338,24 +355,17 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         diags.error(loc, fmt::format("{} probe must be {}:BINARY:FUNCTION", row->canonical, row->canonical));
         return std::nullopt;
       }
-      auto path = symbols::resolve_binary(parts[1]);
-      if (!path) {
-        diags.error(loc, fmt::format("binary or library not found: {}", parts[1]));
-        return std::nullopt;
-      }
-      auto elf = symbols::cached_elf(*path);
-      if (!elf) {
-        diags.error(loc, fmt::format("cannot read symbols of {}: {}", *path, elf.error()));
-        return std::nullopt;
-      }
+      auto binary = open_binary(parts[1], loc, diags);
+      if (!binary) return std::nullopt;
+      const auto& [path, elf] = *binary;
       std::string_view spec = parts[2];
       auto add = [&](std::string func, uint64_t offset, std::string name) {
-        out.targets.push_back({.name = std::move(name), .format = {}, .path = *path, .offset = offset,
+        out.targets.push_back({.name = std::move(name), .format = {}, .path = path, .offset = offset,
                                .func = std::move(func), .loc = loc});
       };
       if (spec.starts_with("0x")) {
         auto off = std::strtoull(std::string(spec).c_str(), nullptr, 16);
-        add(std::string(spec), off, fmt::format("{}:{}:{}", row->canonical, *path, spec));
+        add(std::string(spec), off, fmt::format("{}:{}:{}", row->canonical, path, spec));
         return out;
       }
       uint64_t extra = 0;
@@ -370,19 +380,19 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       }
       std::vector<std::string> funcs;
       if (spec.find_first_of("*?") != std::string_view::npos)
-        funcs = (*elf)->match(spec);
+        funcs = elf->match(spec);
       else
         funcs.push_back(std::string(spec));
       for (const auto& f : funcs) {
-        auto off = (*elf)->file_offset(f);
+        auto off = elf->file_offset(f);
         if (!off) {
-          diags.error(loc, fmt::format("function {} not found in {}", f, *path));
+          diags.error(loc, fmt::format("function {} not found in {}", f, path));
           return std::nullopt;
         }
-        add(f, *off + extra, fmt::format("{}:{}:{}", row->canonical, *path, f));
+        add(f, *off + extra, fmt::format("{}:{}:{}", row->canonical, path, f));
       }
       if (out.targets.empty()) {
-        diags.error(loc, fmt::format("no function in {} matches {}", *path, spec));
+        diags.error(loc, fmt::format("no function in {} matches {}", path, spec));
         return std::nullopt;
       }
       return out;
@@ -410,22 +420,15 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         diags.error(loc, "usdt probe must be usdt:BINARY:[PROVIDER:]NAME");
         return std::nullopt;
       }
-      auto path = symbols::resolve_binary(parts[1]);
-      if (!path) {
-        diags.error(loc, fmt::format("binary or library not found: {}", parts[1]));
-        return std::nullopt;
-      }
-      auto elf = symbols::cached_elf(*path);
-      if (!elf) {
-        diags.error(loc, fmt::format("cannot read {}: {}", *path, elf.error()));
-        return std::nullopt;
-      }
+      auto binary = open_binary(parts[1], loc, diags);
+      if (!binary) return std::nullopt;
+      const auto& [path, elf] = *binary;
       std::string_view provider = parts.size() == 4 ? parts[2] : "*";
       std::string_view name = parts.back();
-      for (const auto& note : (*elf)->usdt()) {
+      for (const auto& note : elf->usdt()) {
         if (!bpf::glob_match(provider, note.provider) || !bpf::glob_match(name, note.name)) continue;
-        AttachTarget t{.name = fmt::format("usdt:{}:{}:{}", *path, note.provider, note.name), .format = {},
-                       .path = *path, .offset = note.pc, .func = note.provider + ":" + note.name,
+        AttachTarget t{.name = fmt::format("usdt:{}:{}:{}", path, note.provider, note.name), .format = {},
+                       .path = path, .offset = note.pc, .func = note.provider + ":" + note.name,
                        .ref_ctr = note.semaphore, .loc = loc};
         std::string_view args = note.args;
         while (!args.empty()) {
@@ -443,7 +446,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         out.targets.push_back(std::move(t));
       }
       if (out.targets.empty()) {
-        diags.error(loc, fmt::format("no USDT probe {}:{} in {}", provider, name, *path));
+        diags.error(loc, fmt::format("no USDT probe {}:{} in {}", provider, name, path));
         return std::nullopt;
       }
       return out;
