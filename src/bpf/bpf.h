@@ -155,6 +155,10 @@ Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uin
 std::vector<int> online_cpus();
 int possible_cpus();
 
+// Why an fentry (or fexit) program on `function` cannot load here, found by
+// loading an empty one; "" when it can.
+std::string fentry_unavailable(std::string_view function, bool exit);
+
 // --info: the probe types, map types and helpers this kernel accepts, found
 // by loading and creating small objects.
 std::string kernel_info();

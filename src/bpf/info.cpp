@@ -68,6 +68,15 @@ std::string yes_no(bool ok, const std::string& why = "") {
 
 }  // namespace
 
+std::string fentry_unavailable(std::string_view function, bool exit) {
+  Btf btf;
+  auto fn = btf.find_func(function);
+  if (!fn) return fmt::format("function {} is not in the kernel's BTF", function);
+  std::string why = try_load(BPF_PROG_TYPE_TRACING, exit ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY, *fn);
+  if (why.empty()) return "";
+  return fmt::format("this kernel refuses {} programs (BPF_PROG_LOAD: {})", exit ? "fexit" : "fentry", why);
+}
+
 std::string kernel_info() {
   std::string out;
   utsname u{};

@@ -61,8 +61,8 @@ std::string unavailable_reason(sema::ProbeKind k) {
              "kprobe_events in tracefs: CONFIG_KPROBES is off)";
     case sema::ProbeKind::Fentry:
     case sema::ProbeKind::Fexit:
-      return "fentry/fexit programs are not supported by bpfscope yet on this kernel (this kernel refuses "
-             "BPF_PROG_LOAD of tracing programs with EPERM)";
+      // Checked per function by check_kinds(); attaching them is not built yet.
+      return "fentry/fexit attach is not supported by bpfscope yet";
     case sema::ProbeKind::Hardware:
       return "hardware perf events are not available: this machine has no hardware PMU";
     case sema::ProbeKind::Begin:
@@ -208,6 +208,13 @@ class Session {
   int check_kinds() {
     for (const auto& u : p_.units) {
       std::string why = unavailable_reason(u.kind);
+      if (u.kind == sema::ProbeKind::Fentry || u.kind == sema::ProbeKind::Fexit) {
+        // Ask the kernel: an empty program on the function, loaded as fentry.
+        const std::string& name = u.targets[0].name;
+        std::string refused = bpf::fentry_unavailable(name.substr(name.rfind(':') + 1),
+                                                      u.kind == sema::ProbeKind::Fexit);
+        if (!refused.empty()) why = refused;
+      }
       if (why.empty()) continue;
       lang::Diagnostics d;
       std::vector<std::string> hints;
