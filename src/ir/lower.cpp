@@ -633,15 +633,19 @@ class Lowerer {
 
   Val bool_of_val(const Val& v) {
     if (v.constant) return constant(*v.constant != 0, Type::boolean());
-    VregId out = b_.vreg();
-    BlockId t = b_.new_block(), join = b_.new_block();
-    b_.imm_to(out, 0);
-    b_.branch_imm(ir::Cond::Ne, v.reg, 0, t, join);
-    b_.set_block(t);
+    return int_val(flag(ir::Cond::Ne, v.reg, 0), Type::boolean());
+  }
+
+  // 1 when `r c imm` holds, else 0.
+  VregId flag(ir::Cond c, VregId r, int64_t imm) {
+    VregId out = b_.imm(0);
+    BlockId yes = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(c, r, imm, yes, join);
+    b_.set_block(yes);
     b_.imm_to(out, 1);
     b_.jump(join);
     b_.set_block(join);
-    return int_val(out, Type::boolean());
+    return out;
   }
 
   Val builtin(ExprId id, const Type& t) {
@@ -820,15 +824,7 @@ class Lowerer {
           key = map_key(map_expr);
         }
         VregId r = b_.call(BPF_FUNC_map_delete_elem, {b_.map_fd(p_.map_of[map_expr]), key});
-        VregId out = b_.vreg();
-        BlockId yes = b_.new_block(), join = b_.new_block();
-        b_.imm_to(out, 0);
-        b_.branch_imm(ir::Cond::Eq, r, 0, yes, join);
-        b_.set_block(yes);
-        b_.imm_to(out, 1);
-        b_.jump(join);
-        b_.set_block(join);
-        return int_val(out, t);
+        return int_val(flag(ir::Cond::Eq, r, 0), t);
       }
       case sema::Function::Strncmp: {
         Val a = addressable(expr(e.args[0]));
@@ -894,14 +890,7 @@ class Lowerer {
         VregId key = scratch_ptr(alloc(m.key_size));
         copy_to(key, 0, expr(e.args[1]), m.key);
         VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[e.args[0]]), key});
-        VregId out = b_.imm(0);
-        BlockId found = b_.new_block(), join = b_.new_block();
-        b_.branch_imm(ir::Cond::Ne, ptr, 0, found, join);
-        b_.set_block(found);
-        b_.imm_to(out, 1);
-        b_.jump(join);
-        b_.set_block(join);
-        return int_val(out, t);
+        return int_val(flag(ir::Cond::Ne, ptr, 0), t);
       }
       case sema::Function::Ksym:
       case sema::Function::Usym: {

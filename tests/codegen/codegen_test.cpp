@@ -13,29 +13,20 @@
 #include "ir/ir.h"
 #include "lang/lang.h"
 #include "sema/sema.h"
+#include "../ir/lower_text.h"
 
 namespace bpfscope::codegen {
 namespace {
 
-struct Compiled {
-  std::unique_ptr<lang::Program> ast;
-  std::optional<sema::TypedProgram> typed;
-  ir::Module module;
-  std::vector<Program> programs;  // by module function
+// A lowered script and its compiled programs (by module function).
+struct Compiled : ir::test::Lowered {
+  std::vector<Program> programs;
 };
 
 Compiled compile_text(const std::string& text) {
   Compiled out;
-  lang::Source src("stdin", text);
-  lang::Diagnostics diags;
-  auto parsed = lang::parse(src, diags);
-  EXPECT_TRUE(parsed.has_value()) << diags.render(src);
-  if (!parsed) return out;
-  out.ast = std::make_unique<lang::Program>(std::move(*parsed));
-  out.typed = sema::analyse(*out.ast, sema::Options{}, diags);
-  EXPECT_TRUE(out.typed.has_value()) << diags.render(src);
+  static_cast<ir::test::Lowered&>(out) = ir::test::lower_text(text);
   if (!out.typed) return out;
-  out.module = ir::lower(*out.typed, ir::LowerOptions{});
   for (const auto& f : out.module.functions) {
     EXPECT_EQ(ir::verify(f), "") << ir::print(f);
     auto p = compile(f);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "lower_text.h"
 #include "lang/lang.h"
 #include "sema/sema.h"
 
@@ -19,28 +20,8 @@ constexpr int64_t kMapLookupElem = 1;   // BPF_FUNC_map_lookup_elem
 constexpr int64_t kMapUpdateElem = 2;   // BPF_FUNC_map_update_elem
 constexpr int64_t kRingbufOutput = 130; // BPF_FUNC_ringbuf_output
 
-struct Lowered {
-  std::unique_ptr<lang::Program> ast;
-  std::optional<sema::TypedProgram> typed;
-  Module module;
-  std::string text;  // ir::print of the whole module
-};
-
-Lowered lower_text(const std::string& text) {
-  Lowered out;
-  lang::Source src("stdin", text);
-  lang::Diagnostics diags;
-  auto parsed = lang::parse(src, diags);
-  EXPECT_TRUE(parsed.has_value()) << diags.render(src);
-  if (!parsed) return out;
-  out.ast = std::make_unique<lang::Program>(std::move(*parsed));
-  out.typed = sema::analyse(*out.ast, sema::Options{}, diags);
-  EXPECT_TRUE(out.typed.has_value()) << diags.render(src);
-  if (!out.typed) return out;
-  out.module = lower(*out.typed, LowerOptions{});
-  out.text = print(out.module);
-  return out;
-}
+using test::Lowered;
+using test::lower_text;
 
 bool is_null_check(const Inst& i, const std::set<VregId>& aliases) {
   return i.op == Opcode::Branch && (i.cond == Cond::Eq || i.cond == Cond::Ne) && i.b == kNoVreg && i.imm == 0 &&

@@ -6,52 +6,12 @@
 #include <vector>
 
 #include "output/output.h"
+#include "snapshot_builders.h"
 
 namespace bpfscope::output {
 namespace {
 
-Value I(int64_t v) { return Value::of_int(v); }
-Value U(uint64_t v) { return Value::of_uint(v); }
-Value S(std::string v) { return Value::of_string(std::move(v)); }
-Value T(std::vector<Value> v) { return Value::of_tuple(std::move(v)); }
-Value B(bool v) { return Value::of_bool(v); }
-
-Aggregate val(Value v) {
-  Aggregate a;
-  a.value = std::move(v);
-  return a;
-}
-Aggregate avg(int64_t count, int64_t total) {
-  Aggregate a;
-  a.count = count;
-  a.total = total;
-  return a;
-}
-Aggregate buckets(std::vector<uint64_t> b) {
-  Aggregate a;
-  a.buckets = std::move(b);
-  return a;
-}
-
-MapSnapshot scalar(std::string name, AggKind kind, Aggregate a, bool is_signed = true) {
-  MapSnapshot m;
-  m.name = std::move(name);
-  m.kind = kind;
-  m.value_signed = is_signed;
-  m.entries.emplace_back(Value{}, std::move(a));
-  return m;
-}
-
-MapSnapshot keyed(std::string name, AggKind kind, std::vector<std::pair<Value, Aggregate>> e,
-                  bool is_signed = true) {
-  MapSnapshot m;
-  m.name = std::move(name);
-  m.kind = kind;
-  m.keyed = true;
-  m.value_signed = is_signed;
-  m.entries = std::move(e);
-  return m;
-}
+using namespace test;  // snapshot_builders.h
 
 MapSnapshot with_hist(MapSnapshot m, int bits) {
   m.hist.bits = bits;

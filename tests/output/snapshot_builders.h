@@ -1,0 +1,55 @@
+// Short builders of values and map snapshots for the output tests.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "output/output.h"
+
+namespace bpfscope::output::test {
+
+inline Value I(int64_t v) { return Value::of_int(v); }
+inline Value U(uint64_t v) { return Value::of_uint(v); }
+inline Value S(std::string v) { return Value::of_string(std::move(v)); }
+inline Value T(std::vector<Value> v) { return Value::of_tuple(std::move(v)); }
+inline Value B(bool v) { return Value::of_bool(v); }
+
+inline Aggregate val(Value v) {
+  Aggregate a;
+  a.value = std::move(v);
+  return a;
+}
+inline Aggregate avg(int64_t count, int64_t total) {
+  Aggregate a;
+  a.count = count;
+  a.total = total;
+  return a;
+}
+inline Aggregate buckets(std::vector<uint64_t> b) {
+  Aggregate a;
+  a.buckets = std::move(b);
+  return a;
+}
+
+inline MapSnapshot scalar(std::string name, AggKind kind, Aggregate a, bool is_signed = true) {
+  MapSnapshot m;
+  m.name = std::move(name);
+  m.kind = kind;
+  m.value_signed = is_signed;
+  m.entries.emplace_back(Value{}, std::move(a));
+  return m;
+}
+
+inline MapSnapshot keyed(std::string name, AggKind kind, std::vector<std::pair<Value, Aggregate>> e,
+                         bool is_signed = true) {
+  MapSnapshot m;
+  m.name = std::move(name);
+  m.kind = kind;
+  m.keyed = true;
+  m.value_signed = is_signed;
+  m.entries = std::move(e);
+  return m;
+}
+
+}  // namespace bpfscope::output::test
