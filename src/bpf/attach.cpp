@@ -144,7 +144,8 @@ Result<void> run_iterator(int prog_fd) {
 }
 
 Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event) {
-  int fd = bpf_raw_tracepoint_open(event.c_str(), prog_fd);
+  // A tp_btf program names its event at load (attach_btf_id): no name here.
+  int fd = bpf_raw_tracepoint_open(event.empty() ? nullptr : event.c_str(), prog_fd);
   if (fd < 0) return std::unexpected(make_error(errno, "bpf_raw_tracepoint_open(" + event + ")"));
   Link link;
   link.link = Fd(fd);

@@ -136,7 +136,8 @@ Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1
 Result<void> run_iterator(int prog_fd);
 
 // A raw tracepoint (BPF_RAW_TRACEPOINT_OPEN) by event name; the program gets
-// the tracepoint's raw u64 arguments.
+// the tracepoint's raw u64 arguments. An empty name attaches a tp_btf program
+// (its event was fixed at load by attach_btf_id).
 Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);
 
 // A uprobe or uretprobe through the uprobe PMU at a file offset of `path`,

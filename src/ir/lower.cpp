@@ -475,6 +475,16 @@ class Lowerer {
             return int_val(b_.alu_imm(AluOp::Xor, materialize_int(a), -1), t);
           }
           case Op::LNot: return bool_of(id);
+          case Op::Deref: {
+            const Type& pt = p_.type_of(e.args[0]);
+            return read_memory(materialize_int(expr(e.args[0])), {}, t, pt.addr_space);
+          }
+          case Op::AddrOf: {
+            const Expr& field = ast_.expr(e.args[0]);
+            VregId base = materialize_int(expr(field.args[0]));
+            uint32_t off = p_.field_of[e.args[0]].offset;
+            return int_val(off ? b_.alu_imm(AluOp::Add, base, off) : base, t);
+          }
           default: std::unreachable();
         }
       }
@@ -492,6 +502,12 @@ class Lowerer {
         }
         Val l = expr(e.args[0]);
         Val r = expr(e.args[1]);
+        if (t.is_pointer && (e.op == Op::Add || e.op == Op::Sub)) {
+          // p + n steps n elements; n + p too.
+          bool left_ptr = p_.type_of(e.args[0]).is_pointer;
+          Val n = scaled(left_ptr ? r : l, t.pointee_size());
+          return int_val(arith(e.op, materialize_int(left_ptr ? l : r), n, false), t);
+        }
         if (l.constant && r.constant) {
           if (auto folded = fold(e.op, *l.constant, *r.constant)) return constant(*folded, t);
         }
@@ -586,9 +602,36 @@ class Lowerer {
       case ExprKind::IncDec: return inc_dec(e, t);
       case ExprKind::Sizeof:
       case ExprKind::Offsetof: return constant(p_.const_of[id].value_or(0), t);
-      case ExprKind::Index: std::unreachable();  // rejected by sema
+      case ExprKind::Index: {
+        const Type& bt = p_.type_of(e.args[0]);
+        Val base = expr(e.args[0]);
+        if (bt.is_string()) {
+          base = addressable(base);
+          VregId c = b_.load(1, base.reg, static_cast<int32_t>(ast_.expr(e.args[1]).ival));
+          return int_val(extend(c, 1, true), t);
+        }
+        if (bt.is_tuple()) {
+          base = addressable(base);
+          uint32_t off = bt.offsets[ast_.expr(e.args[1]).ival];
+          if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
+          return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
+        }
+        // A kernel array member (its address) or a pointer: element i.
+        uint32_t elem = bt.is_pointer ? bt.pointee_size() : t.is_pointer ? 8 : t.size;
+        sema::AddrSpace space = bt.is_pointer ? bt.addr_space : sema::AddrSpace::Kernel;
+        Val i = scaled(expr(e.args[1]), elem);
+        VregId addr = arith(Op::Add, materialize_int(base), i, false);
+        return read_memory(addr, {}, t, space);
+      }
     }
     std::unreachable();
+  }
+
+  // n * size, folded when n is a constant.
+  Val scaled(Val n, uint32_t size) {
+    if (size == 1) return n;
+    if (n.constant) return constant(*n.constant * size, Type::integer(8, true));
+    return int_val(b_.alu_imm(AluOp::Mul, materialize_int(n), size), Type::integer(8, true));
   }
 
   static int arg_number(std::string_view name) { return std::stoi(std::string(name.substr(3))); }
@@ -1323,20 +1366,27 @@ class Lowerer {
   // bpf_probe_read_kernel (which zero-fills on a fault, so a NULL base reads
   // as 0). Structs are not read: their address is the value.
   Val read_kernel_field(VregId base, const sema::FieldAccess& f, const Type& t) {
+    return read_memory(base, f, t, sema::AddrSpace::Kernel);
+  }
+
+  // Reads a value of type t at base + f.offset in kernel or user memory
+  // (records are only their address).
+  Val read_memory(VregId base, const sema::FieldAccess& f, const Type& t, sema::AddrSpace space) {
     VregId addr = f.offset ? b_.alu_imm(AluOp::Add, base, f.offset) : base;
     if (t.is_record()) return Val{.reg = addr, .type = t};
+    int helper = space == sema::AddrSpace::User ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
     if (t.is_string()) {
       uint32_t off = alloc(t.mem_size());
       VregId buf = scratch_ptr(off);
       zero(buf, 0, t.mem_size());
-      b_.call(BPF_FUNC_probe_read_kernel, {buf, b_.imm(t.size), addr});
+      b_.call(helper, {buf, b_.imm(t.size), addr});
       return Val{.reg = buf, .type = t};
     }
-    uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.size;
+    uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.is_pointer ? 8 : t.size;
     uint32_t off = alloc(8);
     VregId tmp = scratch_ptr(off);
     b_.store_imm(8, tmp, 0, 0);
-    b_.call(BPF_FUNC_probe_read_kernel, {tmp, b_.imm(size), addr});
+    b_.call(helper, {tmp, b_.imm(size), addr});
     if (f.bits) {
       VregId v = b_.load(8, tmp, 0);
       if (f.shift) v = b_.alu_imm(AluOp::Rsh, v, f.shift);

@@ -280,12 +280,44 @@ class Session {
       spec.name = prog.name;
       spec.insns = prog.insns;
       spec.log_level = o_.debug_verifier ? 1 : 0;
+      // A tp_btf program is bound to one event at load: one copy per target.
+      std::vector<bpf::Fd> fds;
+      if (unit.kind == sema::ProbeKind::RawTracepoint) {
+        for (const auto& t : unit.targets) {
+          auto fd = load_tp_btf(spec, t.btf_id);
+          if (!fd) break;
+          fds.push_back(std::move(*fd));
+        }
+        if (fds.size() != unit.targets.size()) fds.clear();  // raw_tp for all of them
+      }
+      if (!fds.empty()) {
+        prog_fds_.push_back(bpf::Fd());
+        target_fds_.push_back(std::move(fds));
+        continue;
+      }
       auto loaded = bpf::load_program(spec);
       if (!loaded) return verifier_error(prog, loaded.error());
       if (o_.debug_verifier) fmt::print(stderr, "{}", loaded->log);
       prog_fds_.push_back(std::move(loaded->fd));
+      target_fds_.emplace_back();
     }
     return 0;
+  }
+
+  // Loads a raw tracepoint program as tp_btf for one event; nullopt when the
+  // event has no BTF prototype or the kernel refuses (raw_tp is the fallback).
+  std::optional<bpf::Fd> load_tp_btf(bpf::ProgramSpec spec, uint32_t btf_id) {
+    if (btf_id == 0) return std::nullopt;
+    spec.type = BPF_PROG_TYPE_TRACING;
+    spec.expected_attach_type = BPF_TRACE_RAW_TP;
+    spec.attach_btf_id = btf_id;
+    auto loaded = bpf::load_program(spec);
+    if (!loaded) {
+      if (o_.debug_verifier) fmt::print(stderr, "tp_btf load refused, using raw_tp:\n{}", loaded.error().log);
+      return std::nullopt;
+    }
+    if (o_.debug_verifier) fmt::print(stderr, "{}", loaded->log);
+    return std::move(loaded->fd);
   }
 
   // Maps a rejection back to the script: the last instruction the verifier
@@ -329,8 +361,9 @@ class Session {
   int attach_all() {
     for (size_t i = 0; i < prog_fds_.size(); ++i) {
       const auto& unit = p_.units[m_.unit_of[i]];
-      for (const auto& t : unit.targets) {
-        int fd = prog_fds_[i].get();
+      for (size_t j = 0; j < unit.targets.size(); ++j) {
+        const auto& t = unit.targets[j];
+        int fd = target_fds_[i].empty() ? prog_fds_[i].get() : target_fds_[i][j].get();
         switch (unit.kind) {
           case sema::ProbeKind::Begin:
           case sema::ProbeKind::End:
@@ -343,9 +376,13 @@ class Session {
             break;
           }
           case sema::ProbeKind::RawTracepoint: {
-            auto link = bpf::attach_raw_tracepoint(fd, t.format.event);
+            bool tp_btf = !target_fds_[i].empty();
+            auto link = bpf::attach_raw_tracepoint(fd, tp_btf ? "" : t.format.event);
             if (!link) return attach_error(t, link.error().message);
-            if (o_.verbose) fmt::print(stderr, "{}: raw tracepoint (BPF_RAW_TRACEPOINT_OPEN)\n", t.name);
+            if (o_.verbose)
+              fmt::print(stderr, "{}: {}\n", t.name,
+                         tp_btf ? fmt::format("tp_btf (BTF id {}) + BPF link", t.btf_id)
+                                : std::string("raw tracepoint (BPF_RAW_TRACEPOINT_OPEN)"));
             links_.push_back(std::move(*link));
             break;
           }
@@ -536,6 +573,7 @@ class Session {
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::vector<bpf::Fd> prog_fds_;
+  std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;
   std::vector<bpf::Fd> held_;  // links and perf events of stopped probes, released last
   bpf::Fd sigfd_;

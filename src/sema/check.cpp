@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ranges>
 #include <map>
 
 #include "sema/builtins.h"
@@ -91,23 +92,35 @@ Type field_type(const bpf::TracepointField& f, std::string_view category, uint32
       {"__s32", 4, true},        {"__u32", 4, false},         {"__s64", 8, true},        {"__u64", 8, false},
       {"bool", 1, false},        {"timer_t", 4, true},        {"qid_t", 4, false},       {"rwf_t", 4, true},
   };
+  auto c_type = [&](std::string_view name) -> const CType* {
+    for (const auto& c : kCTypes)
+      if (c.name == name) return &c;
+    return nullptr;
+  };
+  // Pointers: "const char *const *" is a pointer to a pointer to int8.
+  if (size_t star = f.type.find('*'); star != std::string::npos) {
+    std::string base;
+    for (std::string_view word : std::views::split(std::string_view(f.type).substr(0, star), ' ') |
+                                     std::views::transform([](auto r) { return std::string_view(r.begin(), r.end()); }))
+      if (!word.empty() && word != "const" && word != "volatile") base += (base.empty() ? "" : " ") + std::string(word);
+    Type t = Type::none();
+    if (base == "char" || base == "signed char") t = Type::integer(1, true);
+    else if (base == "unsigned char") t = Type::integer(1, false);
+    else if (const CType* c = c_type(base)) t = Type::integer(c->size, c->is_signed);
+    AddrSpace space = category == "syscalls" ? AddrSpace::User : AddrSpace::Kernel;
+    for (char ch : std::string_view(f.type).substr(star))
+      if (ch == '*') t = Type::pointer(std::move(t), space);
+    return t;
+  }
   std::string_view type = f.type;
   if (type.rfind("const ", 0) == 0) type.remove_prefix(6);
   uint32_t size = f.size == 1 || f.size == 2 || f.size == 4 ? f.size : 8;
   bool is_signed = f.is_signed;
-  for (const auto& c : kCTypes) {
-    if (c.name == type && c.size <= f.size) {
-      size = c.size;
-      is_signed = c.is_signed;
-    }
+  if (const CType* c = c_type(type); c && c->size <= f.size) {
+    size = c->size;
+    is_signed = c->is_signed;
   }
-  Type t = Type::integer(size, is_signed);
-  if (f.type.find('*') != std::string::npos) {
-    t = Type::integer(8, false);
-    t.is_pointer = true;
-    t.addr_space = category == "syscalls" ? AddrSpace::User : AddrSpace::Kernel;
-  }
-  return t;
+  return Type::integer(size, is_signed);
 }
 
 // Constants from C headers that kernel BTF does not carry (they are
@@ -622,6 +635,48 @@ class Checker {
     return false;
   }
 
+  // What `*p` and `p[i]` read: the pointee of a pointer.
+  Type element_of(const Type& p, lang::Loc loc) {
+    if (p.kind == TypeKind::None) return Type::none();
+    if (!p.is_pointer) {
+      error(loc, fmt::format("Can only dereference pointers, not {}", p.name()));
+      return Type::none();
+    }
+    const Type* elem = p.pointee();
+    if (!elem) {
+      error(loc, fmt::format("Can not dereference a pointer to an unknown type ({}): cast it first, e.g. "
+                             "*(uint64 *)p",
+                             p.name()));
+      return Type::none();
+    }
+    Type t = *elem;
+    // The element lives where the pointer points.
+    if (t.is_pointer) retarget(t, p.addr_space);
+    return t;
+  }
+
+  // `&s->f`: the address of a struct member, without reading it.
+  Type address_of(const Expr& e) {
+    const Expr& target = ast_.expr(e.args[0]);
+    const Type& t = out_.expr_types[e.args[0]];
+    bool member = false;
+    if (target.kind == ExprKind::Field && out_.builtin_of[target.args[0]] != Builtin::Args) {
+      const Type& base = out_.expr_types[target.args[0]];
+      member = base.is_record() || (base.is_pointer && base.btf_id != 0);
+    }
+    if (!member || t.kind == TypeKind::None) {
+      if (t.kind != TypeKind::None)
+        error(e.loc, "& takes the address of a kernel struct member only, as in &$sk->sk_receive_queue");
+      return Type::none();
+    }
+    if (out_.field_of[e.args[0]].bits) {
+      error(e.loc, "cannot take the address of a bitfield");
+      return Type::none();
+    }
+    Type elem = t.is_string() ? Type::integer(1, true) : t;
+    return Type::pointer(std::move(elem), AddrSpace::Kernel);
+  }
+
   // `struct NAME *` as a type.
   Type pointer_to(std::string_view name, lang::Loc loc) {
     auto sid = out_.btf->find_struct(name);
@@ -633,10 +688,14 @@ class Checker {
                                name.starts_with("struct ") || name.starts_with("union ") ? "" : "struct ", name));
       return Type::none();
     }
-    Type t = Type::integer(8, false);
-    t.is_pointer = true;
-    t.addr_space = AddrSpace::Kernel;
-    t.btf_id = *sid;
+    return Type::pointer(record(*sid), AddrSpace::Kernel);
+  }
+
+  Type record(uint32_t btf_id) {
+    Type t;
+    t.kind = TypeKind::Record;
+    t.btf_id = btf_id;
+    t.size = out_.btf->size_of(btf_id).value_or(0);
     return t;
   }
 
@@ -651,26 +710,21 @@ class Checker {
         if (bt->size == 1 || bt->size == 2 || bt->size == 4 || bt->size == 8) return Type::integer(bt->size, bt->is_signed);
         return std::nullopt;
       case K::Pointer: {
-        Type t = Type::integer(8, false);
-        t.is_pointer = true;
-        t.addr_space = AddrSpace::Kernel;
-        auto target = out_.btf->type(bt->target);
-        if (target && (target->kind == K::Struct || target->kind == K::Union)) t.btf_id = target->id;
-        return t;
+        // char * points to int8 (not a char array); void * to nothing.
+        std::optional<Type> target = bt->target ? btf_value_type(bt->target) : std::nullopt;
+        if (target && target->is_string()) target = Type::integer(1, true);
+        return Type::pointer(target.value_or(Type::none()), AddrSpace::Kernel);
       }
       case K::Array: {
         auto elem = out_.btf->type(bt->target);
         if (elem && elem->kind == K::Int && elem->size == 1 && bt->count > 0) return Type::string(bt->count);
-        return std::nullopt;
-      }
-      case K::Struct:
-      case K::Union: {
-        Type t;
-        t.kind = TypeKind::Record;
-        t.btf_id = bt->id;
+        // Other arrays are read an element at a time: a[i].
+        Type t = record(bt->id);
         t.size = bt->size;
         return t;
       }
+      case K::Struct:
+      case K::Union: return record(bt->id);
       default: return std::nullopt;
     }
   }
@@ -997,6 +1051,9 @@ class Checker {
                                    l.name(), r.name()));
           return Type::none();
         }
+        // Pointer arithmetic steps by the pointee's size, as in C.
+        if (e.op == Op::Add && l.is_pointer != r.is_pointer) return l.is_pointer ? l : r;
+        if (e.op == Op::Sub && l.is_pointer && !r.is_pointer) return l;
         {
           bool l_signed = l.is_signed && l.kind == TypeKind::Int;
           bool r_signed = r.is_signed && r.kind == TypeKind::Int;
@@ -1038,7 +1095,7 @@ class Checker {
     }
   }
 
-  std::optional<Type> cast_type(std::string_view name) {
+  static std::optional<Type> int_type(std::string_view name) {
     struct Row {
       std::string_view name;
       uint32_t size;
@@ -1051,6 +1108,38 @@ class Checker {
       if (r.name == name) return Type::integer(r.size, r.is_signed);
     if (name == "bool") return Type::boolean();
     return std::nullopt;
+  }
+
+  // A type as a cast or sizeof writes it: "uint32", "struct sock", "int8 **",
+  // "struct sock *", "void *". Pointers point into kernel memory. Reports
+  // unknown names.
+  std::optional<Type> type_of_name(std::string_view name, lang::Loc loc) {
+    size_t stars = 0;
+    while (name.ends_with("*")) {
+      name.remove_suffix(1);
+      while (name.ends_with(" ")) name.remove_suffix(1);
+      ++stars;
+    }
+    Type t;
+    if (auto i = int_type(name)) {
+      t = *i;
+    } else if (name == "void" && stars > 0) {
+      t = Type::none();
+    } else if (name.starts_with("struct ") || name.starts_with("union ")) {
+      Type p = pointer_to(name, loc);
+      if (p.kind == TypeKind::None) return std::nullopt;
+      t = p.elems[0];
+    } else {
+      error(loc, fmt::format("Cannot resolve unknown type \"{}\"", name));
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < stars; ++i) t = Type::pointer(std::move(t), AddrSpace::Kernel);
+    return t;
+  }
+
+  // Marks a pointer, and the pointers it leads to, as pointing into `space`.
+  static void retarget(Type& t, AddrSpace space) {
+    for (Type* p = &t; p && p->is_pointer; p = p->elems.empty() ? nullptr : &p->elems[0]) p->addr_space = space;
   }
 
   Type expr(ExprId id) {
@@ -1215,10 +1304,8 @@ class Checker {
           case Op::LNot:
             if (!t.is_int()) break;
             return set(id, Type::boolean());
-          case Op::Deref:
-          case Op::AddrOf:
-            error(e.loc, "pointer dereference and address-of are not supported yet");
-            return set(id, Type::none());
+          case Op::Deref: return set(id, element_of(t, e.loc));
+          case Op::AddrOf: return set(id, address_of(e));
           default: break;
         }
         error(e.loc, fmt::format("invalid operand of type {} for unary operator", t.name()));
@@ -1271,34 +1358,59 @@ class Checker {
       }
       case ExprKind::Index: {
         Type bt = expr(e.args[0]);
-        expr(e.args[1]);
+        Type it = expr(e.args[1]);
+        if (bt.kind == TypeKind::None) return set(id, Type::none());
+        if (!it.is_int()) {
+          error(ast_.expr(e.args[1]).loc, fmt::format("The array index must be an integer, not {}", it.name()));
+          return set(id, Type::none());
+        }
+        if (bt.is_string()) {
+          const Expr& index = ast_.expr(e.args[1]);
+          if (index.kind != ExprKind::Integer || index.ival >= bt.size) {
+            error(index.loc, fmt::format("a string index must be a constant below {}", bt.size));
+            return set(id, Type::none());
+          }
+          return set(id, Type::integer(1, true));
+        }
+        if (bt.is_tuple()) {
+          const Expr& index = ast_.expr(e.args[1]);
+          if (index.kind != ExprKind::Integer || index.ival >= bt.elems.size()) {
+            error(index.loc, fmt::format("a tuple index must be a constant below {}", bt.elems.size()));
+            return set(id, Type::none());
+          }
+          return set(id, bt.elems[index.ival]);
+        }
+        if (bt.is_record()) {
+          // An array member of a kernel struct: a[i] reads one element.
+          auto at = out_.btf->type(bt.btf_id);
+          if (at && at->kind == bpf::BtfType::Kind::Array) {
+            auto elem = btf_value_type(at->target);
+            if (!elem) {
+              error(e.loc, fmt::format("array elements of type {} cannot be read yet", out_.btf->type_name(at->target)));
+              return set(id, Type::none());
+            }
+            return set(id, *elem);
+          }
+        }
+        if (bt.is_pointer) return set(id, element_of(bt, e.loc));
         error(e.loc, fmt::format("The array index operator [] can not be used on expressions of type {}", bt.name()));
         return set(id, Type::none());
       }
       case ExprKind::Cast: {
         Type t = expr(e.args[0]);
-        auto to = cast_type(e.name);
-        if (!to && (e.name.starts_with("struct ") || e.name.starts_with("union "))) {
-          std::string_view n = e.name;
-          if (!n.ends_with(" *") || n.ends_with("* *")) {
-            error(e.loc, fmt::format("Cannot cast to \"{}\": only pointers to kernel structs are supported", e.name));
-            return set(id, Type::none());
-          }
-          n.remove_suffix(2);
-          if (!t.is_int()) {
-            error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
-            return set(id, Type::none());
-          }
-          return set(id, pointer_to(n, e.loc));
-        }
-        if (!to) {
-          error(e.loc, fmt::format("Cannot resolve unknown type \"{}\"", e.name));
+        auto to = type_of_name(e.name, e.loc);
+        if (!to) return set(id, Type::none());
+        if (to->is_record()) {
+          error(e.loc, fmt::format("Cannot cast to \"{}\": only pointers to structs are supported", e.name));
           return set(id, Type::none());
         }
         if (!t.is_int()) {
           error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
           return set(id, Type::none());
         }
+        // A cast keeps the address space a pointer came from (user memory
+        // stays user memory).
+        if (to->is_pointer && t.is_pointer && t.addr_space != AddrSpace::None) retarget(*to, t.addr_space);
         return set(id, *to);
       }
       case ExprKind::Tuple: {
@@ -1351,7 +1463,7 @@ class Checker {
           out_.const_of[id] = size;
           return set(id, Type::integer(8, false));
         }
-        if (auto ct = cast_type(e.name)) {
+        if (auto ct = int_type(e.name)) {
           out_.const_of[id] = ct->size;
           return set(id, Type::integer(8, false));
         }
@@ -1464,6 +1576,12 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   if (diags.has_errors()) return std::nullopt;
+  // Raw tracepoints attach as tp_btf where the kernel's BTF has the event's
+  // btf_trace_<event> prototype (trusted typed arguments), else as raw_tp.
+  for (auto& points : resolved)
+    for (auto& point : points)
+      if (point.kind == ProbeKind::RawTracepoint)
+        for (auto& t : point.targets) t.btf_id = out.btf->tracepoint_btf_id(t.format.event).value_or(0);
   if (program.probes.empty()) {
     diags.error_unlocated("No probes to attach");
     return std::nullopt;

@@ -48,7 +48,8 @@ struct AttachTarget {
   std::string func;              // Uprobe: the function (`func` builtin); Usdt: provider:name
   uint64_t ref_ctr = 0;          // Usdt: file offset of the semaphore (0: none)
   std::vector<UsdtArg> usdt_args;
-  uint32_t btf_id = 0;           // Iter: the kernel's bpf_iter_NAME function (attach_btf_id)
+  uint32_t btf_id = 0;           // Iter: the kernel's bpf_iter_NAME function; RawTracepoint: its btf_trace_<event>
+                                 // typedef (0: none, attach as raw_tp). Both go to attach_btf_id.
   lang::Loc loc;                 // the attach point in the source
 };
 

@@ -32,11 +32,22 @@ uint32_t Type::mem_size() const {
   std::unreachable();
 }
 
+uint32_t Type::pointee_size() const {
+  const Type* p = pointee();
+  if (!p) return 1;
+  return p->is_pointer ? 8 : p->size ? p->size : 1;
+}
+
 std::string Type::name() const {
   switch (kind) {
     case TypeKind::None: return "none";
     case TypeKind::Bool: return "bool";
-    case TypeKind::Int: return fmt::format("{}int{}{}", is_signed ? "" : "u", size * 8, is_pointer ? " *" : "");
+    case TypeKind::Int:
+      if (is_pointer) {
+        if (!pointee()) return "void *";
+        return pointee()->name() + (pointee()->is_pointer ? "*" : " *");
+      }
+      return fmt::format("{}int{}", is_signed ? "" : "u", size * 8);
     case TypeKind::String: return fmt::format("string[{}]", size);
     case TypeKind::Record: return fmt::format("struct#{}", btf_id);
     case TypeKind::Inet: return "inet";
@@ -69,6 +80,10 @@ bool operator==(const Type& a, const Type& b) {
 
 bool unify(const Type& a, const Type& b, Type& out) {
   if (a.is_int() && b.is_int()) {
+    if (a.is_pointer && b.is_pointer && a.btf_id == b.btf_id && a.elems == b.elems && a.addr_space == b.addr_space) {
+      out = a;
+      return true;
+    }
     if (a.kind == TypeKind::Bool && b.kind == TypeKind::Bool) {
       out = a;
       return true;

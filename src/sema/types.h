@@ -75,6 +75,16 @@ struct Type {
     t.size = 16;
     return t;
   }
+  // A pointer-valued integer. `pointee` is what `*p`, `p[i]` and `p + n`
+  // see (kept in elems[0]); none() for void and unknown targets.
+  static Type pointer(Type pointee, AddrSpace space) {
+    Type t = integer(8, false);
+    t.is_pointer = true;
+    t.addr_space = space;
+    if (pointee.kind == TypeKind::Record) t.btf_id = pointee.btf_id;
+    if (pointee.kind != TypeKind::None) t.elems.push_back(std::move(pointee));
+    return t;
+  }
   static Type inet() {
     Type t;
     t.kind = TypeKind::Inet;
@@ -86,6 +96,11 @@ struct Type {
   bool is_string() const { return kind == TypeKind::String; }
   bool is_tuple() const { return kind == TypeKind::Tuple; }
   bool is_record() const { return kind == TypeKind::Record; }
+  // The type a pointer points to, or nullptr (not a pointer, void, unknown).
+  const Type* pointee() const { return is_pointer && !elems.empty() ? &elems[0] : nullptr; }
+  // Bytes one element occupies in the kernel or user memory a pointer points
+  // into: what `p + 1` advances by (1 for void and unknown targets).
+  uint32_t pointee_size() const;
 
   // Bytes this value occupies in memory (keys, values, events).
   uint32_t mem_size() const;

@@ -19,8 +19,8 @@ import threading
 import time
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
-MULTI = {"EXPECT", "EXPECT_REGEX", "EXPECT_NONE", "STDERR", "STDERR_REGEX", "SETUP", "CLEANUP", "ENV", "AFTER"}
-SINGLE = {"NAME", "PROG", "RUN", "ARGS", "TAIL", "TIMEOUT", "EXIT", "SIGNAL", "REQUIRES", "EXPECT_FILE",
+MULTI = {"PROG", "EXPECT", "EXPECT_REGEX", "EXPECT_NONE", "STDERR", "STDERR_REGEX", "SETUP", "CLEANUP", "ENV", "AFTER"}
+SINGLE = {"NAME", "RUN", "ARGS", "TAIL", "TIMEOUT", "EXIT", "SIGNAL", "REQUIRES", "EXPECT_FILE",
           "STDIN", "OUTPUT_FILE", "WAIT", "DIFF_BPFTRACE"}
 
 # DIFF_BPFTRACE normalizations (see README.md). The defaults undo the known
@@ -54,6 +54,10 @@ def parse(path):
                 cur.setdefault(key, []).append(value)
             else:
                 cur[key] = value
+    for case in cases:
+        # Several PROG lines are one program, a line each.
+        if "PROG" in case:
+            case["PROG"] = "\n".join(case["PROG"])
     return cases
 
 

@@ -136,7 +136,17 @@ TEST(Sema, ExprTypes) {
       {"tracepoint:syscalls:sys_enter_openat { @f[args.dfd] = args.flags; }", "@f[int64]=int64/plain", "1:1",
        {{"args.dfd", "int32"}}},
       {"tracepoint:syscalls:sys_enter_openat { @s = str(args.filename); }", "@s[]=string[1024]/plain", "1:1",
-       {{"args.filename", "uint64 *"}}},
+       {{"args.filename", "int8 *"}}},
+      // Pointers: casts, *, [], &, arithmetic.
+      {"BEGIN { $p = (uint32 *)curtask; @y = *$p; }", "@y[]=uint64/plain", "",
+       {{"(uint32 *)curtask", "uint32 *"}, {"*$p", "uint32"}}},
+      {"BEGIN { $p = (int16 *)0; @y = $p[2] + *($p + 1); }", "@y[]=int64/plain", "",
+       {{"$p[2]", "int16"}, {"$p + 1", "int16 *"}}},
+      {"BEGIN { @y = (uint64)&curtask->pid; }", "@y[]=uint64/plain", "", {{"&curtask->pid", "int32 *"}}},
+      {"tracepoint:syscalls:sys_enter_execve { @s = str(args.argv[0]); }", "@s[]=string[1024]/plain", "1:1",
+       {{"args.argv", "int8 **"}, {"args.argv[0]", "int8 *"}}},
+      {"BEGIN { @c = comm[0]; @t = (1, 2)[1]; }", "@c[]=int64/plain;@t[]=int64/plain", "",
+       {{"comm[0]", "int8"}, {"(1, 2)[1]", "int64"}}},
   });
 }
 
@@ -156,6 +166,13 @@ TEST(Sema, ProbeExpansion) {
 TEST(Sema, Errors) {
   check_err({
       {"BEGIN { @x = foo(1); }", "Unknown function: foo"},
+      {"BEGIN { @x = *1; }", "Can only dereference pointers, not int64"},
+      {"BEGIN { $p = (void *)0; @x = *$p; }", "Can not dereference a pointer to an unknown type (void *)"},
+      {"BEGIN { @x = &pid; }", "& takes the address of a kernel struct member only"},
+      {"BEGIN { $i = 1; @x = comm[$i]; }", "a string index must be a constant below 16"},
+      {"BEGIN { @x = (1, 2)[2]; }", "a tuple index must be a constant below 2"},
+      {"BEGIN { @x = pid[1]; }", "The array index operator [] can not be used on expressions of type uint32"},
+      {"BEGIN { @x = (struct nosuch *)0; }", "Cannot resolve unknown type \"struct nosuch\""},
       {"BEGIN { printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
       {"BEGIN { @x = 1; @x = \"s\"; }", "Type mismatch for @x"},
       {"BEGIN { @x[1] = 1; @x[\"a\"] = 1; }", "Argument mismatch for @x"},
