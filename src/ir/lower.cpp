@@ -136,14 +136,21 @@ class Lowerer {
     switch (s.kind) {
       case StmtKind::Expr: expr(s.expr); return;
       case StmtKind::Assign: assign(s); return;
-      case StmtKind::Let:
+      case StmtKind::Let: {
+        int32_t var = p_.var_of[s.target];
+        const Type& t = p_.var_types[var];
         if (s.value != kNone) {
-          assign_var(s.target, expr(s.value));
-        } else {
-          int32_t var = p_.var_of[s.target];
-          if (p_.var_types[var].is_int()) b_.imm_to(var_reg(var), 0);
+          Val v = expr(s.value);
+          // A declared integer type narrower than the value truncates it.
+          if (!s.type_name.empty() && t.kind == TypeKind::Int && t.size < 8) v = narrow(v, t);
+          assign_var(s.target, v);
+        } else if (t.is_int()) {
+          b_.imm_to(var_reg(var), 0);
+        } else if (t.kind != TypeKind::None) {
+          zero(scratch_ptr(var_slot(var)), 0, t.mem_size());
         }
         return;
+      }
       case StmtKind::If: {
         BlockId then_b = b_.new_block(), else_b = b_.new_block(), join = b_.new_block();
         cond(s.expr, then_b, else_b);
@@ -250,14 +257,18 @@ class Lowerer {
       b_.mov_to(var_reg(var), materialize_int(v));
       return;
     }
+    copy_to(scratch_ptr(var_slot(var)), 0, v, t);
+  }
+
+  // A non-integer variable's scratch offset, allocated on first use.
+  uint32_t var_slot(int32_t var) {
     auto& slot = vars_[var];
     if (!slot.has_mem) {
       slot.has_mem = true;
-      slot.off = alloc(t.mem_size());
+      slot.off = alloc(p_.var_types[var].mem_size());
       vars_top_ = std::max(vars_top_, scratch_top_);
     }
-    VregId dst = scratch_ptr(slot.off);
-    copy_to(dst, 0, v, t);
+    return slot.off;
   }
 
   // ---- conditions ----
@@ -568,7 +579,7 @@ class Lowerer {
         const Type& base_type = p_.type_of(e.args[0]);
         if (base_type.is_record() || (base_type.is_pointer && base_type.btf_id != 0)) {
           Val base = expr(e.args[0]);
-          return read_kernel_field(materialize_int(base), p_.field_of[id], t);
+          return read_memory(materialize_int(base), p_.field_of[id], t, base_type.addr_space);
         }
         // Tuple element.
         Val base = expr(e.args[0]);
@@ -582,16 +593,7 @@ class Lowerer {
       case ExprKind::Cast: {
         Val a = expr(e.args[0]);
         if (t.kind == TypeKind::Bool) return bool_of_val(a);
-        if (a.constant) {
-          int64_t c = *a.constant;
-          if (t.size < 8) {
-            int shift = 64 - static_cast<int>(t.size) * 8;
-            c = t.is_signed ? (static_cast<int64_t>(static_cast<uint64_t>(c) << shift) >> shift)
-                            : static_cast<int64_t>((static_cast<uint64_t>(c) << shift) >> shift);
-          }
-          return constant(c, t);
-        }
-        return int_val(extend(materialize_int(a), t.size, t.is_signed), t);
+        return narrow(a, t);
       }
       case ExprKind::Tuple: {
         uint32_t off = alloc(t.mem_size());
@@ -625,6 +627,20 @@ class Lowerer {
       }
     }
     std::unreachable();
+  }
+
+  // An integer as type t: truncated to t's size, then sign- or zero-extended.
+  Val narrow(const Val& a, const Type& t) {
+    if (a.constant) {
+      int64_t c = *a.constant;
+      if (t.size < 8) {
+        int shift = 64 - static_cast<int>(t.size) * 8;
+        c = t.is_signed ? (static_cast<int64_t>(static_cast<uint64_t>(c) << shift) >> shift)
+                        : static_cast<int64_t>((static_cast<uint64_t>(c) << shift) >> shift);
+      }
+      return constant(c, t);
+    }
+    return int_val(extend(materialize_int(a), t.size, t.is_signed), t);
   }
 
   // n * size, folded when n is a constant.

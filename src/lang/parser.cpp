@@ -616,10 +616,8 @@ StmtId Parser::parse_if() {
     s.kind = StmtKind::If;
     s.loc.begin = tok_.begin;
     advance();  // if
-    if (expect(Tok::LParen)) {
-      s.expr = parse_expr();
-      expect(Tok::RParen);
-    }
+    // `if (c) {` and `if c {`: a parenthesised condition is an expression too.
+    s.expr = parse_expr();
     s.body = parse_block();
     const StmtId id = add(std::move(s));
     chain.push_back(id);

@@ -15,7 +15,7 @@ class Resolver {
  public:
   virtual ~Resolver() = default;
   // bpftrace's layout: "\n" then one "        sym+off\n" line per frame.
-  virtual std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit) const = 0;
+  virtual std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const = 0;
   virtual std::string symbol(bool user, uint64_t addr, uint32_t pid) const = 0;
 };
 

@@ -11,15 +11,26 @@
 
 namespace bpfscope::runtime {
 
-std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit) const {
+std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const {
   if (id < 0) return "\n";  // the kernel could not take the stack (bpf_get_stackid failed)
   uint64_t frames[ir::kMaxStackFrames] = {};
   uint32_t key = static_cast<uint32_t>(id);
   if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return "\n";
   std::string out = "\n";
   for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit && frames[i] != 0; ++i) {
-    std::string name = user ? user_frame(pid, frames[i], true) : kernel_.with_offset(frames[i]);
-    out += fmt::format("        {}\n", name);
+    uint64_t addr = frames[i];
+    if (mode == sema::StackMode::Raw) {
+      out += fmt::format("{:x}\n", addr);
+      continue;
+    }
+    std::string path;
+    std::string name = user ? user_frame(pid, addr, true, &path) : kernel_.with_offset(addr);
+    if (mode == sema::StackMode::Bpftrace)
+      out += fmt::format("        {}\n", name);
+    else if (user && !path.empty())
+      out += fmt::format("\t{:x} {} ({})\n", addr, name, path);
+    else
+      out += fmt::format("\t{:x} {}\n", addr, name);
   }
   return out;
 }
@@ -48,9 +59,10 @@ const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const 
   return maps_[pid] = std::move(maps);
 }
 
-std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset) const {
+std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path) const {
   for (const auto& m : maps_of(pid)) {
     if (addr < m.start || addr >= m.end) continue;
+    if (path) *path = m.path;
     auto elf = symbols::cached_elf(m.path);
     if (!elf) break;
     auto vaddr = (*elf)->offset_to_vaddr(addr - m.start + m.offset);

@@ -16,7 +16,7 @@ class Symbolizer : public Resolver {
  public:
   Symbolizer(int kstack_fd, int ustack_fd) : kstack_fd_(kstack_fd), ustack_fd_(ustack_fd) {}
 
-  std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit) const override;
+  std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override;
   std::string symbol(bool user, uint64_t addr, uint32_t pid) const override;
 
  private:
@@ -25,7 +25,7 @@ class Symbolizer : public Resolver {
     std::string path;
   };
   const std::vector<Mapping>& maps_of(uint32_t pid) const;
-  std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset) const;
+  std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path = nullptr) const;
 
   int kstack_fd_, ustack_fd_;
   symbols::KernelSymbols kernel_;

@@ -58,8 +58,8 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "ntop", .id = Function::Ntop, .min_args = 1, .max_args = 2},
     FunctionRow{.name = "ksym", .id = Function::Ksym, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "usym", .id = Function::Usym, .min_args = 1, .max_args = 1},
-    FunctionRow{.name = "kstack", .id = Function::KstackCall, .min_args = 1, .max_args = 2},
-    FunctionRow{.name = "ustack", .id = Function::UstackCall, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "kstack", .id = Function::KstackCall, .min_args = 0, .max_args = 2},
+    FunctionRow{.name = "ustack", .id = Function::UstackCall, .min_args = 0, .max_args = 2},
     FunctionRow{.name = "has_key", .id = Function::HasKey, .min_args = 2, .max_args = 2},
 };
 static_assert(kFunctions.size() == static_cast<size_t>(Function::HasKey) + 1, "one row per Function, in order");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <ranges>
 #include <map>
 
@@ -139,12 +140,25 @@ constexpr NamedConstant kKnownConstants[] = {
     {"TCPHDR_PSH", 0x08}, {"TCPHDR_ACK", 0x10},   {"TCPHDR_URG", 0x20}, {"TCPHDR_ECE", 0x40},
     {"TCPHDR_CWR", 0x80}, {"INET_ECN_MASK", 3},   {"INET_ECN_CE", 3},   {"O_RDONLY", 0},
     {"O_WRONLY", 1},      {"O_RDWR", 2},          {"O_CREAT", 0100},    {"O_TRUNC", 01000},
-    {"O_APPEND", 02000},  {"EPERM", 1},           {"ENOENT", 2},        {"EAGAIN", 11},
+    {"O_APPEND", 02000},  {"O_EXCL", 0200},       {"O_NONBLOCK", 04000}, {"O_DIRECTORY", 0200000},
+    {"O_CLOEXEC", 02000000}, {"TASK_RUNNING", 0}, {"TASK_INTERRUPTIBLE", 1}, {"TASK_UNINTERRUPTIBLE", 2},
+    {"__TASK_STOPPED", 4}, {"__TASK_TRACED", 8},  {"EXIT_DEAD", 16},    {"EXIT_ZOMBIE", 32},
+    {"TASK_PARKED", 0x40}, {"TASK_DEAD", 0x80},   {"TASK_WAKEKILL", 0x100}, {"TASK_WAKING", 0x200},
+    {"TASK_NOLOAD", 0x400}, {"TASK_NEW", 0x800},  {"IFNAMSIZ", 16},     {"TASK_COMM_LEN", 16},
+    {"MSG_PEEK", 2},      {"MSG_DONTWAIT", 0x40}, {"MSG_WAITALL", 0x100}, {"MSG_NOSIGNAL", 0x4000},
+    {"EWOULDBLOCK", 11},  {"EDEADLOCK", 35},     {"ENOTSUP", 95},      {"ERESTARTSYS", 512}, {"ERESTARTNOINTR", 513}, {"ERESTARTNOHAND", 514}, {"ENOIOCTLCMD", 515},
 };
 
 std::optional<int64_t> known_constant(std::string_view name) {
   for (const auto& c : kKnownConstants)
     if (c.name == name) return c.value;
+  // errno names and signal names, as the C library spells them.
+  if (name.starts_with("E"))
+    for (int i = 1; i < 256; ++i)
+      if (const char* n = strerrorname_np(i); n && name == n) return i;
+  if (name.starts_with("SIG"))
+    for (int i = 1; i < 32; ++i)
+      if (const char* n = sigabbrev_np(i); n && name.substr(3) == n) return i;
   return std::nullopt;
 }
 
@@ -282,10 +296,49 @@ class Checker {
         return;
       }
     }
-    Type t = Type::integer(8, true);
-    if (s.value != kNone) t = expr(s.value);
+    // `let $x;` takes its type from the first assignment; `let $x: T`
+    // fixes it (integers narrower than 64 bits are truncated on store).
+    Type t = Type::none();
+    if (!s.type_name.empty()) {
+      auto declared = let_type(s.type_name, s.loc);
+      if (!declared) return;
+      t = *declared;
+    }
+    if (s.value != kNone) {
+      Type vt = expr(s.value);
+      Type u;
+      if (vt.kind == TypeKind::None) {
+        error(ast_.expr(s.value).loc, "expression has no value to assign");
+      } else if (s.type_name.empty()) {
+        t = vt;
+      } else if (!unify(t, vt, u) || (t.is_string() && vt.size > t.size)) {
+        error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable is "
+                                 "declared as '{}'",
+                                 target.name, vt.name(), t.name()));
+      }
+    }
+    if (t.is_record()) {
+      error(s.loc, "a struct cannot be stored yet; store one of its fields, or a pointer to it");
+      return;
+    }
     out_.var_of[s.target] = declare_var(target.name, t);
     set(s.target, t);
+  }
+
+  // A type in `let $x: T`: integers, bool, pointers, string or string[N].
+  std::optional<Type> let_type(std::string_view name, lang::Loc loc) {
+    if (name == "string") return Type::string(out_.config.max_strlen);
+    if (name.starts_with("string[") && name.ends_with("]")) {
+      uint32_t n = 0;
+      auto digits = name.substr(7, name.size() - 8);
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      if (ec != std::errc() || p != digits.data() + digits.size() || n == 0) {
+        error(loc, fmt::format("invalid string size in {}", name));
+        return std::nullopt;
+      }
+      return Type::string(n);
+    }
+    return type_of_name(name, loc);
   }
 
   void assign(const Stmt& s) {
@@ -318,6 +371,8 @@ class Checker {
           return;
         }
         var = declare_var(target.name, vt.kind == TypeKind::Bool ? Type::boolean() : vt);
+      } else if (out_.var_types[var].kind == TypeKind::None) {
+        out_.var_types[var] = vt.kind == TypeKind::Bool ? Type::boolean() : vt;  // `let $x;`
       } else {
         Type u;
         if (!unify(out_.var_types[var], vt, u) ||
@@ -585,6 +640,7 @@ class Checker {
           return Type::none();
         }
         Type ft = field_type(*field, t.format.category, out_.config.max_strlen);
+        struct_pointee(*field, ft);
         if (!result) {
           result = ft;
         } else {
@@ -635,6 +691,20 @@ class Checker {
     return false;
   }
 
+  // A tracepoint field `struct sockaddr *uservaddr` points to the BTF struct.
+  void struct_pointee(const bpf::TracepointField& f, Type& t) {
+    if (!t.is_pointer || t.pointee()) return;
+    std::string_view type = f.type;
+    if (type.starts_with("const ")) type.remove_prefix(6);
+    if (!type.starts_with("struct ") || std::count(type.begin(), type.end(), '*') != 1) return;
+    std::string_view name = type.substr(0, type.find('*'));
+    while (name.ends_with(' ')) name.remove_suffix(1);
+    auto sid = out_.btf->find_struct(name);
+    if (!sid) return;
+    AddrSpace space = t.addr_space;
+    t = Type::pointer(record(*sid), space);
+  }
+
   // What `*p` and `p[i]` read: the pointee of a pointer.
   Type element_of(const Type& p, lang::Loc loc) {
     if (p.kind == TypeKind::None) return Type::none();
@@ -651,7 +721,8 @@ class Checker {
     }
     Type t = *elem;
     // The element lives where the pointer points.
-    if (t.is_pointer) retarget(t, p.addr_space);
+    t.addr_space = p.addr_space;
+    retarget(t, p.addr_space);
     return t;
   }
 
@@ -742,6 +813,11 @@ class Checker {
       error(e.loc, fmt::format("field '{}' has a type bpfscope cannot read yet: {}", e.name,
                                out_.btf->type_name(m->type_id)));
       return Type::none();
+    }
+    // Members of a struct in user memory are in user memory too.
+    if (base.addr_space == AddrSpace::User) {
+      t->addr_space = AddrSpace::User;
+      retarget(*t, AddrSpace::User);
     }
     FieldAccess f;
     f.offset = m->bit_offset / 8;
@@ -927,23 +1003,35 @@ class Checker {
       }
       case Function::KstackCall:
       case Function::UstackCall: {
-        // kstack([mode,] limit): only bpftrace's mode is printed so far.
+        // kstack(), kstack(limit), kstack(mode), kstack(mode, limit).
         bool user = row->id == Function::UstackCall;
-        if (e.args.size() == 2 && ast_.expr(e.args[0]).kind != ExprKind::Identifier) {
+        StackMode mode = StackMode::Bpftrace;
+        size_t next = 0;
+        if (!e.args.empty() && ast_.expr(e.args[0]).kind == ExprKind::Identifier) {
+          const Expr& m = ast_.expr(e.args[0]);
+          if (m.name == "perf") mode = StackMode::Perf;
+          else if (m.name == "raw") mode = StackMode::Raw;
+          else if (m.name != "bpftrace") {
+            error(m.loc, m.name == "build_id" ? "stack mode build_id is not supported: use perf or raw"
+                                              : "the stack mode must be bpftrace, perf or raw");
+            return Type::none();
+          }
+          next = 1;
+        } else if (e.args.size() == 2) {
           error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf or raw");
           return Type::none();
         }
-        if (e.args.size() == 2 && ast_.expr(e.args[0]).name != "bpftrace") {
-          error(ast_.expr(e.args[0]).loc, fmt::format("stack mode {} is not supported yet", ast_.expr(e.args[0]).name));
-          return Type::none();
-        }
-        auto limit = constant(e.args.back());
-        if (!limit || *limit < 1 || *limit > 127) {
-          error(ast_.expr(e.args.back()).loc, "the stack limit must be a constant from 1 to 127");
-          return Type::none();
+        int64_t frames = 127;
+        if (next < e.args.size()) {
+          auto limit = constant(e.args[next]);
+          if (!limit || *limit < 1 || *limit > 127) {
+            error(ast_.expr(e.args[next]).loc, "the stack limit must be a constant from 1 to 127");
+            return Type::none();
+          }
+          frames = *limit;
         }
         (user ? out_.uses_ustack : out_.uses_kstack) = true;
-        return Type::stack(user, static_cast<uint32_t>(*limit));
+        return Type::stack(user, static_cast<uint32_t>(frames), mode);
       }
       case Function::Bswap: {
         Type t = expr(e.args[0]);

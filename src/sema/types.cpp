@@ -72,7 +72,7 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::Tuple: return a.elems == b.elems;
     case TypeKind::Record: return a.btf_id == b.btf_id;
     case TypeKind::Inet: return true;
-    case TypeKind::Stack:
+    case TypeKind::Stack: return a.user == b.user && a.stack_mode == b.stack_mode;
     case TypeKind::Symbol: return a.user == b.user;
   }
   std::unreachable();

@@ -26,6 +26,10 @@ enum class TypeKind {
   Symbol,  // ksym/usym (user): u64 address, u64 pid; printed as the symbol name
 };
 
+// How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, or
+// bare addresses.
+enum class StackMode : uint8_t { Bpftrace, Perf, Raw };
+
 // Where a pointer-valued integer points, which decides the probe_read helper.
 enum class AddrSpace { None, Kernel, User };
 
@@ -37,6 +41,7 @@ struct Type {
   AddrSpace addr_space = AddrSpace::None;
   uint32_t btf_id = 0;  // Int pointer: the BTF type pointed to (0: unknown); Record: the struct
   bool user = false;    // Stack, Symbol: user space rather than the kernel
+  StackMode stack_mode = StackMode::Bpftrace;  // Stack
   std::vector<Type> elems;
   std::vector<uint32_t> offsets;
 
@@ -61,11 +66,12 @@ struct Type {
     return t;
   }
   static Type tuple(std::vector<Type> elems);
-  static Type stack(bool user, uint32_t limit) {
+  static Type stack(bool user, uint32_t limit, StackMode mode = StackMode::Bpftrace) {
     Type t;
     t.kind = TypeKind::Stack;
     t.user = user;
     t.size = limit;
+    t.stack_mode = mode;
     return t;
   }
   static Type symbol(bool user) {
