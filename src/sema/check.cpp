@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sema/builtins.h"
+#include "sema/cdefs.h"
 #include "sema/probes.h"
 #include "sema/sema.h"
 
@@ -1453,7 +1454,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   out.config = options.config;
   out.positional = options.positional;
   out.has_child = options.has_child;
-  out.btf = std::make_shared<bpf::Btf>();
+  auto btf = std::make_shared<bpf::Btf>();
+  if (!add_c_definitions(program, *btf, diags)) return std::nullopt;
+  out.btf = std::move(btf);
 
   // Resolve every attach point first: wildcards, formats, periods.
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
