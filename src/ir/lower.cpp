@@ -587,6 +587,13 @@ class Lowerer {
       case ExprKind::Sizeof:
       case ExprKind::Offsetof: return constant(p_.const_of[id].value_or(0), t);
       case ExprKind::Index: std::unreachable();  // rejected by sema
+      case ExprKind::Block: {
+        block(e.body);
+        // A `return` in a macro body ends the probe: the value is then unreachable code.
+        if (b_.terminated()) b_.set_block(b_.new_block());
+        if (e.args.empty()) return Val{.type = t};
+        return expr(e.args[0]);
+      }
     }
     std::unreachable();
   }

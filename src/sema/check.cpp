@@ -188,6 +188,16 @@ class Checker {
 
   bool in_loop() const { return loop_depth_ > 0; }
 
+  // A macro's own variables are named $$MACRO:N:VAR by the expansion (lang/macros.cpp).
+  static std::string undefined_var_message(const std::string& name) {
+    const size_t a = name.find(':'), b = name.rfind(':');
+    if (name.starts_with("$$") && a != std::string::npos && b > a)
+      return fmt::format("Undefined or undeclared variable: ${} in macro '{}' (a macro sees only the variables "
+                         "passed to it)",
+                         name.substr(b + 1), name.substr(2, a - 2));
+    return fmt::format("Undefined or undeclared variable: {}", name);
+  }
+
   void stmt(StmtId id) {
     const Stmt& s = ast_.stmt(id);
     switch (s.kind) {
@@ -1176,7 +1186,7 @@ class Checker {
       case ExprKind::Variable: {
         int32_t var = find_var(e.name);
         if (var < 0) {
-          error(e.loc, fmt::format("Undefined or undeclared variable: {}", e.name));
+          error(e.loc, undefined_var_message(e.name));
           return set(id, Type::none());
         }
         out_.var_of[id] = var;
@@ -1301,6 +1311,13 @@ class Checker {
           return set(id, Type::none());
         }
         return set(id, *to);
+      }
+      case ExprKind::Block: {  // an expanded macro: its variables live in its own scope
+        scopes_.emplace_back();
+        for (StmtId s : e.body) stmt(s);
+        Type t = e.args.empty() ? Type::none() : expr(e.args[0]);
+        scopes_.pop_back();
+        return set(id, t);
       }
       case ExprKind::Tuple: {
         std::vector<Type> elems;
