@@ -22,7 +22,9 @@ std::string_view strip_prefix(std::string_view s, std::string_view prefix, bool&
 
 struct Btf::State {
   bool tried = false;
-  struct btf* btf = nullptr;
+  struct btf* btf = nullptr;   // the kernel's, or the split BTF on top of it once types are added
+  struct btf* base = nullptr;  // the kernel's, once split
+  uint32_t local_start = UINT32_MAX;  // first script-defined id
   Error error;
   // Name indexes, each built on the first lookup that needs it, in one pass
   // over the types. Keys point into the BTF string section, which lives as
@@ -33,7 +35,18 @@ struct Btf::State {
   std::unordered_map<std::string_view, uint32_t> structs, unions, enums, typedefs, scalars;
   std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> enumerators;  // name -> (enum id, index)
 
-  ~State() { btf__free(btf); }
+  ~State() {
+    btf__free(btf);
+    btf__free(base);
+  }
+
+  // Script-defined types (ids from local_start) replace earlier entries of
+  // the same name: the script's struct wins over the kernel's.
+  template <typename Map, typename V>
+  void put(Map& m, std::string_view key, uint32_t id, V value) {
+    if (id >= local_start) m.insert_or_assign(key, value);
+    else m.emplace(key, value);
+  }
 
   std::string_view name(const btf_type* t) const { return btf__name_by_offset(btf, t->name_off); }
 
@@ -46,32 +59,32 @@ struct Btf::State {
       const btf_type* t = btf__type_by_id(btf, id);
       switch (btf_kind(t)) {
         case BTF_KIND_STRUCT:
-          if ((which & kComposite) && t->name_off) structs.emplace(name(t), id);
+          if ((which & kComposite) && t->name_off) put(structs, name(t), id, id);
           break;
         case BTF_KIND_UNION:
-          if ((which & kComposite) && t->name_off) unions.emplace(name(t), id);
+          if ((which & kComposite) && t->name_off) put(unions, name(t), id, id);
           break;
         case BTF_KIND_TYPEDEF:
-          if (which & kNamed) typedefs.emplace(name(t), id);
+          if (which & kNamed) put(typedefs, name(t), id, id);
           break;
         case BTF_KIND_INT:
         case BTF_KIND_FLOAT:
-          if (which & kNamed) scalars.emplace(name(t), id);
+          if (which & kNamed) put(scalars, name(t), id, id);
           break;
         case BTF_KIND_ENUM: {
           if (!(which & kEnums)) break;
-          if (t->name_off) enums.emplace(name(t), id);
+          if (t->name_off) put(enums, name(t), id, id);
           const struct btf_enum* e = btf_enum(t);
           for (uint32_t i = 0; i < btf_vlen(t); i++)
-            enumerators.emplace(btf__name_by_offset(btf, e[i].name_off), std::pair{id, i});
+            put(enumerators, btf__name_by_offset(btf, e[i].name_off), id, std::pair{id, i});
           break;
         }
         case BTF_KIND_ENUM64: {
           if (!(which & kEnums)) break;
-          if (t->name_off) enums.emplace(name(t), id);
+          if (t->name_off) put(enums, name(t), id, id);
           const struct btf_enum64* e = btf_enum64(t);
           for (uint32_t i = 0; i < btf_vlen(t); i++)
-            enumerators.emplace(btf__name_by_offset(btf, e[i].name_off), std::pair{id, i});
+            put(enumerators, btf__name_by_offset(btf, e[i].name_off), id, std::pair{id, i});
           break;
         }
         default:
@@ -309,6 +322,69 @@ std::string Btf::type_name(uint32_t id) const {
   if (!s.btf) return id == 0 ? "void" : "?";
   if (id >= btf__type_cnt(s.btf)) return "?";
   return name_rec(s.btf, id, 0);
+}
+
+uint32_t Btf::next_id() const {
+  State& s = state();
+  return s.btf ? btf__type_cnt(s.btf) : 1;
+}
+
+Result<void> Btf::add_types(const std::vector<BtfNewType>& types) {
+  State& s = state();
+  if (s.local_start == UINT32_MAX) {
+    struct btf* split = btf__new_empty_split(s.btf);  // standalone when s.btf is null
+    if (!split) return std::unexpected(Error{errno, std::string("btf__new_empty_split: ") + std::strerror(errno)});
+    s.base = s.btf;
+    s.btf = split;
+    s.local_start = btf__type_cnt(split);
+  }
+  // Arrays need an index type; BTF convention is "int", and nothing here reads it.
+  int index_type = btf__find_by_name_kind(s.btf, "int", BTF_KIND_INT);
+  if (index_type < 0) index_type = 0;
+  const uint32_t first = btf__type_cnt(s.btf);
+  for (size_t i = 0; i < types.size(); i++) {
+    const BtfNewType& t = types[i];
+    const char* name = t.name.c_str();
+    int id = -EINVAL;
+    using K = BtfNewType::Kind;
+    switch (t.kind) {
+      case K::Int:
+        id = btf__add_int(s.btf, name, t.size, t.is_bool ? BTF_INT_BOOL : t.is_signed ? BTF_INT_SIGNED : 0);
+        break;
+      case K::Pointer: id = btf__add_ptr(s.btf, static_cast<int>(t.target)); break;
+      case K::Array: id = btf__add_array(s.btf, index_type, static_cast<int>(t.target), t.count); break;
+      case K::Struct:
+      case K::Union:
+        id = t.kind == K::Struct ? btf__add_struct(s.btf, name, t.size) : btf__add_union(s.btf, name, t.size);
+        for (const BtfMember& m : t.members) {
+          if (id < 0) break;
+          int err = btf__add_field(s.btf, m.name.c_str(), static_cast<int>(m.type_id), m.bit_offset, m.bitfield_size);
+          if (err < 0) id = err;
+        }
+        break;
+      case K::Enum: {
+        bool wide = t.size > 4;
+        id = wide ? btf__add_enum64(s.btf, name, t.size, t.is_signed) : btf__add_enum(s.btf, name, t.size);
+        for (const auto& [vname, value] : t.values) {
+          if (id < 0) break;
+          int err = wide ? btf__add_enum64_value(s.btf, vname.c_str(), static_cast<uint64_t>(value))
+                         : btf__add_enum_value(s.btf, vname.c_str(), value);
+          if (err < 0) id = err;
+        }
+        break;
+      }
+    }
+    if (id < 0) {
+      return std::unexpected(
+          Error{-id, "cannot add type '" + t.name + "' to BTF: " + std::strerror(-id)});
+    }
+    if (static_cast<uint32_t>(id) != first + i) return std::unexpected(Error{EINVAL, "unexpected BTF id"});
+  }
+  // Rebuild the name indexes on the next lookup, now with the new types.
+  s.indexed = 0;
+  s.structs.clear(), s.unions.clear(), s.enums.clear(), s.typedefs.clear(), s.scalars.clear();
+  s.enumerators.clear();
+  return {};
 }
 
 std::optional<uint32_t> Btf::find_struct(std::string_view name) const {

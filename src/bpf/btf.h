@@ -55,6 +55,22 @@ struct BtfMember {
   uint32_t type_id = 0;        // the member's declared (unresolved) type
 };
 
+// A type a script defines (C definitions), for Btf::add_types. References
+// (target, member types) are BTF ids: kernel ids, or ids of types added by
+// the same call (next_id() + index into the vector, forward references allowed).
+struct BtfNewType {
+  enum class Kind { Int, Pointer, Array, Struct, Union, Enum };
+  Kind kind = Kind::Int;
+  std::string name;        // "" when anonymous
+  uint32_t size = 0;       // bytes: Int, Struct, Union, Enum
+  bool is_signed = false;  // Int, Enum
+  bool is_bool = false;    // Int: _Bool
+  uint32_t target = 0;     // Pointer: pointee (0 = void); Array: element
+  uint32_t count = 0;      // Array: elements
+  std::vector<BtfMember> members;                        // Struct, Union (bit offsets laid out by the caller)
+  std::vector<std::pair<std::string, int64_t>> values;  // Enum
+};
+
 // A function (or tp_btf) parameter.
 struct BtfParam {
   std::string name;      // from BTF, or "arg0", "arg1", ... when BTF has none
@@ -90,6 +106,15 @@ class Btf {
   // C-ish text for the declared type: "struct sock *", "const struct sock *",
   // "unsigned int", "char[16]", "u32" (typedef names are kept).
   std::string type_name(uint32_t id) const;
+
+  // Script-defined types (C definitions) go into a split BTF on top of the
+  // kernel's (a standalone one when kernel BTF is unavailable), so every
+  // lookup below sees them; by name they shadow kernel types, enums and
+  // enumerators. The id the next added type gets:
+  uint32_t next_id() const;
+  // Adds `types` in order: types[i] gets id next_id() + i. Errors are
+  // libbpf's (an invalid name or id), which the caller's checks make rare.
+  Result<void> add_types(const std::vector<BtfNewType>& types);
 
   // A struct or union by name: "sock", "struct sock", "union bpf_attr".
   // Without a keyword, a struct is preferred over a union of the same name.

@@ -625,6 +625,13 @@ class Lowerer {
         VregId addr = arith(Op::Add, materialize_int(base), i, false);
         return read_memory(addr, {}, t, space);
       }
+      case ExprKind::Block: {
+        block(e.body);
+        // A `return` in a macro body ends the probe: the value is then unreachable code.
+        if (b_.terminated()) b_.set_block(b_.new_block());
+        if (e.args.empty()) return Val{.type = t};
+        return expr(e.args[0]);
+      }
     }
     std::unreachable();
   }

@@ -34,6 +34,7 @@ enum class ExprKind {
   IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
   Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])
   Offsetof,     // offsetof(name, sval-field), or offsetof(args[0], sval-field) when name is empty; sval may be "a.b"
+  Block,        // { body; args[0] }: an expanded macro; no args when it has no value (statement use only)
 };
 
 enum class Op {
@@ -59,6 +60,7 @@ struct Expr {
   bool arrow = false;     // Field: written with "->"
   bool type_arg = false;  // Sizeof: the argument is a type name in `name`
   std::vector<ExprId> args;
+  std::vector<StmtId> body;  // Block: its statements
 };
 
 enum class StmtKind {
@@ -117,6 +119,17 @@ struct CDefinition {
   Loc loc;
 };
 
+// `macro name(params) { stmts; value }`. A parameter's sigil fixes the
+// argument it takes: "$v" a scratch variable (aliased), "@m" a map
+// (aliased), "e" any expression (substituted at each use).
+struct Macro {
+  std::string name;
+  Loc loc;  // the name
+  std::vector<std::pair<std::string, Loc>> params;
+  std::vector<StmtId> body;
+  ExprId value = kNone;  // the final expression when the body does not end with ';'
+};
+
 struct Program {
   Source source;
   std::vector<Expr> exprs;
@@ -125,6 +138,7 @@ struct Program {
   std::vector<Define> defines;
   std::vector<std::string> includes;  // header names from #include lines
   std::vector<CDefinition> c_definitions;
+  std::vector<Macro> macros;  // expanded by parse(): probes hold no macro calls
   // config = { key = value; ... }: raw key and value text.
   std::vector<std::pair<std::string, std::string>> config;
 

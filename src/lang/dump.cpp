@@ -175,6 +175,10 @@ class Dumper {
       case ExprKind::Offsetof:
         line(depth, e.name.empty() ? "offsetof " + e.sval : fmt::format("offsetof {}, {}", e.name, e.sval));
         break;
+      case ExprKind::Block:
+        line(depth, "block expression");
+        stmts(depth + 1, e.body);
+        break;
     }
     for (ExprId a : e.args) expr(depth + 1, a);
   }

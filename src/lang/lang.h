@@ -22,6 +22,11 @@ inline constexpr int kMaxNesting = 200;
 // Statements nest at most kMaxNesting deep (an else-if counts as one level).
 inline constexpr int kMaxExprDepth = 1000;
 
+// Expands the macro calls in the probes (macros.cpp); parse() runs it.
+// Errors (unknown parameter kinds, recursion, unhygienic map access) go to
+// diags; returns false when any was reported.
+bool expand_macros(Program& program, Diagnostics& diags);
+
 // Prints the AST as an indented tree (for -d ast).
 std::string dump(const Program& program);
 

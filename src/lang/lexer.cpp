@@ -435,6 +435,20 @@ RawScan Lexer::c_definition(uint32_t pos) const {
       }
       if (--depth == 0) {
         uint32_t k = skip_space(i);
+        // `} __attribute__((packed))` belongs to the definition.
+        constexpr std::string_view kAttr = "__attribute__";
+        while (text_.substr(k).starts_with(kAttr)) {
+          uint32_t p = skip_space(k + static_cast<uint32_t>(kAttr.size()));
+          int parens = 0;
+          do {
+            if (p >= n || (text_[p] != '(' && parens == 0)) break;
+            parens += text_[p] == '(' ? 1 : text_[p] == ')' ? -1 : 0;
+            ++p;
+          } while (parens > 0);
+          if (parens != 0 || p == k) break;
+          i = p;
+          k = skip_space(p);
+        }
         r.end = (k < n && text_[k] == ';') ? k + 1 : i;
         return r;
       }

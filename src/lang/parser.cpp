@@ -169,9 +169,10 @@ class Parser {
   void parse_config();
   bool parse_config_entries();
   void parse_probe();
+  void parse_macro();
 
   // --- statements ---
-  std::vector<StmtId> parse_block();
+  std::vector<StmtId> parse_block(ExprId* tail = nullptr);
   std::optional<StmtId> parse_stmt();
   StmtId parse_if();
   StmtId parse_loop();
@@ -210,6 +211,7 @@ class Parser {
   int depth_ = 0;
   bool panic_ = false;
   bool seen_probe_ = false;
+  bool last_semi_ = false;  // the last simple statement ended with ';'
   bool stopped_ = false;  // too many errors: the rest of the input is skipped
   Loc eof_loc_;
   size_t errors_ = 0;
@@ -374,7 +376,7 @@ void Parser::parse_top_level() {
     case Tok::Import:
       return fail(tok_.loc(), "import is not supported");
     case Tok::Macro:
-      return fail(tok_.loc(), "macro definitions are not supported");
+      return parse_macro();
     case Tok::Let:
       return fail(tok_.loc(), "map declarations are not supported");
     case Tok::Ident:
@@ -502,10 +504,37 @@ void Parser::parse_probe() {
   prog_.probes.push_back(std::move(p));
 }
 
+// macro NAME [(params)] { stmts; [value] }
+void Parser::parse_macro() {
+  advance();  // macro
+  Macro m;
+  if (!at(Tok::Ident)) return unexpected("macro name");
+  m.name = tok_.text;
+  m.loc = tok_.loc();
+  advance();
+  if (accept(Tok::LParen)) {
+    while (!at(Tok::RParen)) {
+      if (!at(Tok::Variable) && !at(Tok::Map) && !at(Tok::Ident))
+        return unexpected("a macro parameter ($var, @map or name)");
+      for (const auto& p : m.params)
+        if (p.first == tok_.text) return fail(tok_.loc(), fmt::format("duplicate macro parameter {}", tok_.text));
+      m.params.emplace_back(tok_.text, tok_.loc());
+      advance();
+      if (!accept(Tok::Comma)) break;
+    }
+    if (!expect(Tok::RParen)) return;
+  }
+  if (!at(Tok::LBrace)) return unexpected("{");
+  m.body = parse_block(&m.value);
+  prog_.macros.push_back(std::move(m));
+}
+
 // ---------------------------------------------------------------------------
 // Statements
 
-std::vector<StmtId> Parser::parse_block() {
+// With `tail`, a final expression statement without ';' is taken out of the
+// block into *tail (a block expression's value).
+std::vector<StmtId> Parser::parse_block(ExprId* tail) {
   std::vector<StmtId> body;
   if (depth_ >= kMaxNesting) {
     fail(tok_.loc(), "nesting too deep");
@@ -521,6 +550,11 @@ std::vector<StmtId> Parser::parse_block() {
     if (tok_.begin == before && !at(Tok::RBrace) && !at(Tok::Eof)) advance();  // always make progress
   }
   --depth_;
+  if (tail && !body.empty() && !last_semi_ && prog_.stmts[body.back()].kind == StmtKind::Expr &&
+      prog_.stmts[body.back()].loc.end == prev_end_) {
+    *tail = prog_.stmts[body.back()].expr;
+    body.pop_back();
+  }
   expect(Tok::RBrace);
   return body;
 }
@@ -570,7 +604,9 @@ std::optional<StmtId> Parser::parse_stmt() {
   }
   s.loc = {start, prev_end_};
   const StmtId id = add(std::move(s));
-  if (!panic_ && !accept(Tok::Semi) && !at(Tok::RBrace) && !at(Tok::Eof)) unexpected("; or }");
+  // In panic mode the ';' is left to sync_stmt.
+  last_semi_ = !panic_ && accept(Tok::Semi);
+  if (!panic_ && !last_semi_ && !at(Tok::RBrace) && !at(Tok::Eof)) unexpected("; or }");
   return id;
 }
 
@@ -1023,7 +1059,9 @@ bool Parser::type_ahead() const {
 
 std::optional<Program> parse(Source source, Diagnostics& diags) {
   Parser parser(std::move(source), diags);
-  return parser.run();
+  auto program = parser.run();
+  if (program && !expand_macros(*program, diags)) return std::nullopt;
+  return program;
 }
 
 }  // namespace bpfscope::lang

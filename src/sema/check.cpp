@@ -9,6 +9,7 @@
 #include <map>
 
 #include "sema/builtins.h"
+#include "sema/cdefs.h"
 #include "sema/probes.h"
 #include "sema/sema.h"
 
@@ -213,6 +214,16 @@ class Checker {
   }
 
   bool in_loop() const { return loop_depth_ > 0; }
+
+  // A macro's own variables are named $$MACRO:N:VAR by the expansion (lang/macros.cpp).
+  static std::string undefined_var_message(const std::string& name) {
+    const size_t a = name.find(':'), b = name.rfind(':');
+    if (name.starts_with("$$") && a != std::string::npos && b > a)
+      return fmt::format("Undefined or undeclared variable: ${} in macro '{}' (a macro sees only the variables "
+                         "passed to it)",
+                         name.substr(b + 1), name.substr(2, a - 2));
+    return fmt::format("Undefined or undeclared variable: {}", name);
+  }
 
   void stmt(StmtId id) {
     const Stmt& s = ast_.stmt(id);
@@ -1352,7 +1363,7 @@ class Checker {
       case ExprKind::Variable: {
         int32_t var = find_var(e.name);
         if (var < 0) {
-          error(e.loc, fmt::format("Undefined or undeclared variable: {}", e.name));
+          error(e.loc, undefined_var_message(e.name));
           return set(id, Type::none());
         }
         out_.var_of[id] = var;
@@ -1500,6 +1511,13 @@ class Checker {
         // stays user memory).
         if (to->is_pointer && t.is_pointer && t.addr_space != AddrSpace::None) retarget(*to, t.addr_space);
         return set(id, *to);
+      }
+      case ExprKind::Block: {  // an expanded macro: its variables live in its own scope
+        scopes_.emplace_back();
+        for (StmtId s : e.body) stmt(s);
+        Type t = e.args.empty() ? Type::none() : expr(e.args[0]);
+        scopes_.pop_back();
+        return set(id, t);
       }
       case ExprKind::Tuple: {
         std::vector<Type> elems;
@@ -1653,7 +1671,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   out.config = options.config;
   out.positional = options.positional;
   out.has_child = options.has_child;
-  out.btf = std::make_shared<bpf::Btf>();
+  auto btf = std::make_shared<bpf::Btf>();
+  if (!add_c_definitions(program, *btf, diags)) return std::nullopt;
+  out.btf = std::move(btf);
 
   // Resolve every attach point first: wildcards, formats, periods.
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());

@@ -1,0 +1,245 @@
+// Macro expansion (REFERENCE 1.6): an AST pass between parsing and sema.
+//
+// A call `name(args)` (or a bare `name` for a macro without parameters) is
+// replaced in place by a Block expression holding a copy of the macro's body:
+//   - a `$v` parameter takes a scratch variable, which the copy uses by name
+//     (the macro may change it); an `@m` parameter likewise takes a map;
+//   - a bare parameter `e` takes any expression, copied at each use;
+//   - the body's other variables get names no script can write
+//     ($$name:N:var, N unique per expansion), so a macro neither sees nor
+//     changes the caller's variables (hygiene); a map that is not a
+//     parameter is an error.
+// Arguments are expanded first, in the caller's context; the copied body is
+// then expanded with the macro on the stack, which finds recursion.
+// Macros may share a name when their parameter kinds differ; the first
+// whose kinds match the arguments is used.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "lang/lang.h"
+
+namespace bpfscope::lang {
+namespace {
+
+constexpr size_t kMaxNodes = 1'000'000;  // expressions after expansion: f(f(f(..))) with `x + x` doubles per level
+constexpr size_t kMaxStack = 64;        // macros expanding macros
+
+char kind_of(std::string_view param) { return param[0] == '$' ? '$' : param[0] == '@' ? '@' : 'e'; }
+
+const char* kind_text(char k) {
+  return k == '$' ? "a scratch variable" : k == '@' ? "a map" : "an expression";
+}
+
+class Expander {
+ public:
+  Expander(Program& p, Diagnostics& d) : p_(p), d_(d) {}
+
+  bool run() {
+    for (size_t i = 0; i < p_.macros.size(); ++i) {
+      bool dup = false;
+      for (size_t j = 0; j < i && !dup; ++j) dup = same_signature(p_.macros[i], p_.macros[j]);
+      if (dup) error(p_.macros[i].loc, fmt::format("Redefinition of existing macro '{}'", p_.macros[i].name));
+      else by_name_[p_.macros[i].name].push_back(i);
+    }
+    if (p_.macros.empty() || errors_) return errors_ == 0;
+    for (size_t i = 0; i < p_.probes.size() && !stop_; ++i) {
+      if (p_.probes[i].predicate != kNone) expand(p_.probes[i].predicate, false);
+      stmts(p_.probes[i].body);
+    }
+    return errors_ == 0;
+  }
+
+ private:
+  struct Binding {
+    const Macro* macro = nullptr;
+    uint32_t serial = 0;
+    std::map<std::string, std::string> names;  // "$v"/"@m" parameter -> the caller's variable/map
+    std::map<std::string, ExprId> exprs;       // bare parameter -> argument
+  };
+
+  static bool same_signature(const Macro& a, const Macro& b) {
+    if (a.name != b.name || a.params.size() != b.params.size()) return false;
+    for (size_t i = 0; i < a.params.size(); ++i)
+      if (kind_of(a.params[i].first) != kind_of(b.params[i].first)) return false;
+    return true;
+  }
+
+  // Once per location: a macro used N times would otherwise repeat its errors.
+  void error(Loc loc, std::string msg) {
+    if (!reported_.insert({loc.begin, loc.end}).second) return;
+    d_.error(loc, std::move(msg));
+    ++errors_;
+  }
+
+  void stmts(const std::vector<StmtId>& body) {
+    for (StmtId s : body) {
+      if (stop_) return;
+      stmt(s);
+    }
+  }
+
+  void stmt(StmtId id) {
+    const Stmt s = p_.stmts[id];  // a copy: expansion appends to p_.stmts
+    if (s.kind == StmtKind::Expr) {
+      expand(s.expr, true);
+    } else {
+      for (ExprId e : {s.expr, s.range_end, s.target, s.value})
+        if (e != kNone) expand(e, false);
+    }
+    stmts(s.body);
+    stmts(s.else_body);
+  }
+
+  // The argument kinds a call passes.
+  static char arg_kind(const Expr& a) {
+    if (a.kind == ExprKind::Variable) return '$';
+    if (a.kind == ExprKind::Map && a.args.empty()) return '@';
+    return 'e';
+  }
+
+  bool matches(const Macro& m, const std::vector<ExprId>& args) const {
+    if (m.params.size() != args.size()) return false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const char k = kind_of(m.params[i].first);
+      if (k != 'e' && k != arg_kind(p_.exprs[args[i]])) return false;
+    }
+    return true;
+  }
+
+  // Why the only macro of this name does not take these arguments.
+  std::string mismatch(const Macro& m, const std::vector<ExprId>& args) const {
+    if (m.params.size() != args.size())
+      return fmt::format("Macro '{}' takes {} argument{} ({} provided)", m.name, m.params.size(),
+                         m.params.size() == 1 ? "" : "s", args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const char k = kind_of(m.params[i].first), got = arg_kind(p_.exprs[args[i]]);
+      if (k != 'e' && k != got)
+        return fmt::format("Macro '{}' expects {} for parameter {}, not {}", m.name, kind_text(k), m.params[i].first,
+                           kind_text(got));
+    }
+    return fmt::format("Macro '{}' does not match these arguments", m.name);
+  }
+
+  void expand(ExprId id, bool stmt_ok) {
+    if (stop_) return;
+    const Expr e = p_.exprs[id];
+    for (ExprId a : e.args) expand(a, false);
+    stmts(e.body);
+    if (e.kind != ExprKind::Call && e.kind != ExprKind::Identifier) return;
+    auto it = by_name_.find(e.name);
+    if (it == by_name_.end()) return;
+    const Macro* m = nullptr;
+    for (size_t i : it->second)
+      if (!m && matches(p_.macros[i], e.args)) m = &p_.macros[i];
+    if (!m) {
+      if (it->second.size() == 1) error(e.loc, mismatch(p_.macros[it->second[0]], e.args));
+      else error(e.loc, fmt::format("No macro '{}' takes these arguments", e.name));
+      return;
+    }
+    for (size_t i = 0; i < stack_.size(); ++i) {
+      if (stack_[i] != m) continue;
+      std::string chain;
+      for (size_t k = i; k < stack_.size(); ++k) chain += stack_[k]->name + " > ";
+      error(e.loc, "Recursive macro call detected. Call chain: " + chain + m->name);
+      return;
+    }
+    if (stack_.size() >= kMaxStack) {
+      error(e.loc, "macro expansion nested too deeply");
+      stop_ = true;
+      return;
+    }
+    if (m->value == kNone && !stmt_ok) {
+      error(e.loc, fmt::format("Macro '{}' expanded to a block instead of a block expression. Try removing the "
+                               "semicolon from the end of the last statement in the macro body.",
+                               m->name));
+      return;
+    }
+
+    Binding b;
+    b.macro = m;
+    b.serial = serial_++;
+    for (size_t i = 0; i < m->params.size(); ++i) {
+      const std::string& param = m->params[i].first;
+      if (kind_of(param) == 'e') b.exprs[param] = e.args[i];
+      else b.names[param] = p_.exprs[e.args[i]].name;
+    }
+    Expr block;
+    block.kind = ExprKind::Block;
+    block.loc = e.loc;
+    for (StmtId s : m->body) block.body.push_back(clone_stmt(s, &b));
+    if (m->value != kNone) block.args.push_back(clone_expr(m->value, &b));
+    if (stop_) return;
+    stack_.push_back(m);
+    stmts(block.body);
+    for (ExprId a : block.args) expand(a, false);
+    stack_.pop_back();
+    p_.exprs[id] = std::move(block);
+  }
+
+  // A variable of the body: the caller's for a `$v` parameter, else private.
+  std::string var_name(const std::string& name, const Binding& b) const {
+    if (auto it = b.names.find(name); it != b.names.end()) return it->second;
+    return fmt::format("$${}:{}:{}", b.macro->name, b.serial, name.substr(1));
+  }
+
+  // A copy of a subtree. With a binding it is the macro's body, renamed and
+  // substituted; without, an argument copied as it is.
+  ExprId clone_expr(ExprId id, const Binding* b) {
+    if (p_.exprs.size() > kMaxNodes) {
+      if (!stop_) error(p_.exprs[id].loc, "macro expansion is too large");
+      stop_ = true;
+      return id;
+    }
+    Expr e = p_.exprs[id];
+    if (b) {
+      if (e.kind == ExprKind::Identifier) {
+        if (auto it = b->exprs.find(e.name); it != b->exprs.end()) return clone_expr(it->second, nullptr);
+      } else if (e.kind == ExprKind::Variable) {
+        e.name = var_name(e.name, *b);
+      } else if (e.kind == ExprKind::Map) {
+        if (auto it = b->names.find(e.name); it != b->names.end()) {
+          e.name = it->second;
+        } else {
+          error(e.loc, fmt::format("Unhygienic access to map: {}. Maps must be passed into the macro as arguments.",
+                                   e.name));
+        }
+      }
+    }
+    for (ExprId& a : e.args) a = clone_expr(a, b);
+    for (StmtId& s : e.body) s = clone_stmt(s, b);
+    p_.exprs.push_back(std::move(e));
+    return static_cast<ExprId>(p_.exprs.size() - 1);
+  }
+
+  StmtId clone_stmt(StmtId id, const Binding* b) {
+    Stmt s = p_.stmts[id];
+    if (b && s.kind == StmtKind::Let && s.target != kNone) {
+      const std::string& name = p_.exprs[s.target].name;
+      if (b->names.count(name)) error(p_.exprs[s.target].loc, fmt::format("Variable declaration shadows macro arg {}", name));
+    }
+    for (ExprId* e : {&s.expr, &s.range_end, &s.target, &s.value})
+      if (*e != kNone) *e = clone_expr(*e, b);
+    if (b && !s.iter_var.empty()) s.iter_var = var_name(s.iter_var, *b);
+    for (StmtId& c : s.body) c = clone_stmt(c, b);
+    for (StmtId& c : s.else_body) c = clone_stmt(c, b);
+    p_.stmts.push_back(std::move(s));
+    return static_cast<StmtId>(p_.stmts.size() - 1);
+  }
+
+  Program& p_;
+  Diagnostics& d_;
+  std::map<std::string, std::vector<size_t>> by_name_;  // macro name -> indexes, in definition order
+  std::vector<const Macro*> stack_;
+  std::set<std::pair<uint32_t, uint32_t>> reported_;
+  uint32_t serial_ = 0;
+  size_t errors_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+bool expand_macros(Program& program, Diagnostics& diags) { return Expander(program, diags).run(); }
+
+}  // namespace bpfscope::lang
