@@ -650,6 +650,20 @@ class Lowerer {
     return int_val(extend(materialize_int(a), t.size, t.is_signed), t);
   }
 
+  // min(len + 1, cap) as an unsigned value the verifier sees bounded: the
+  // size of a read of `len` bytes and a NUL into a cap-byte buffer.
+  VregId clamped_size(VregId len, uint32_t cap) {
+    VregId n = b_.vreg();
+    b_.mov_to(n, b_.alu_imm(AluOp::Add, len, 1));
+    BlockId clamp = b_.new_block(), done = b_.new_block();
+    b_.branch_imm(ir::Cond::Gt, n, cap, clamp, done);
+    b_.set_block(clamp);
+    b_.imm_to(n, cap);
+    b_.jump(done);
+    b_.set_block(done);
+    return n;
+  }
+
   // n * size, folded when n is a constant.
   Val scaled(Val n, uint32_t size) {
     if (size == 1) return n;
@@ -991,7 +1005,12 @@ class Lowerer {
         int helper = BPF_FUNC_probe_read_str;
         if (src.type.addr_space == sema::AddrSpace::User) helper = BPF_FUNC_probe_read_user_str;
         if (src.type.addr_space == sema::AddrSpace::Kernel) helper = BPF_FUNC_probe_read_kernel_str;
-        b_.call(helper, {dst, b_.imm(t.size), materialize_int(src)});
+        VregId size = b_.imm(t.size);
+        if (e.args.size() == 2) {
+          Val n = expr(e.args[1]);
+          if (!n.constant) size = clamped_size(materialize_int(n), t.size);
+        }
+        b_.call(helper, {dst, size, materialize_int(src)});
         return Val{.reg = dst, .type = t};
       }
     }

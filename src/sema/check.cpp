@@ -944,12 +944,15 @@ class Checker {
         Type t = expr(e.args[0]);
         uint32_t cap = out_.config.max_strlen;
         if (e.args.size() == 2) {
+          // A constant length sizes the string; a run-time one is clamped to
+          // max_strlen when the probe reads.
+          Type nt = expr(e.args[1]);
           auto n = constant(e.args[1]);
-          if (!n || *n < 1) {
-            error(ast_.expr(e.args[1]).loc, "str(): length must be a positive integer constant");
+          if (!nt.is_int() || (n && *n < 1)) {
+            error(ast_.expr(e.args[1]).loc, "str(): the length must be a positive integer");
             return Type::none();
           }
-          cap = static_cast<uint32_t>(std::min<int64_t>(*n + 1, out_.config.max_strlen));
+          if (n) cap = static_cast<uint32_t>(std::min<int64_t>(*n + 1, out_.config.max_strlen));
         }
         if (t.is_string()) return Type::string(std::min(cap, t.size));
         if (!t.is_int()) {
