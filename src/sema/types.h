@@ -24,6 +24,10 @@ enum class TypeKind {
   Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
   Stack,   // kstack/ustack (user): u64 stack id, u64 pid; size = frame limit
   Symbol,  // ksym/usym (user): u64 address, u64 pid; printed as the symbol name
+  Array,   // pton(): `size` elements of elems[0] (uint8), packed; printed [1,2,3]
+  Buffer,  // buf(): u64 length, then `size` bytes; printed with \xNN escapes
+  MacAddr, // macaddr(): 6 bytes (8 in memory); printed AA:BB:CC:DD:EE:FF
+  Timestamp,  // strftime(): u64 index into TypedProgram::strftime_formats, u64 boot-clock ns
 };
 
 // Where a pointer-valued integer points, which decides the probe_read helper.
@@ -75,6 +79,31 @@ struct Type {
     t.size = 16;
     return t;
   }
+  static Type array(Type elem, uint32_t count) {
+    Type t;
+    t.kind = TypeKind::Array;
+    t.size = count;
+    t.elems = {std::move(elem)};
+    return t;
+  }
+  static Type buffer(uint32_t capacity) {
+    Type t;
+    t.kind = TypeKind::Buffer;
+    t.size = capacity;
+    return t;
+  }
+  static Type mac_addr() {
+    Type t;
+    t.kind = TypeKind::MacAddr;
+    t.size = 6;
+    return t;
+  }
+  static Type timestamp() {
+    Type t;
+    t.kind = TypeKind::Timestamp;
+    t.size = 16;
+    return t;
+  }
   static Type inet() {
     Type t;
     t.kind = TypeKind::Inet;
@@ -86,6 +115,9 @@ struct Type {
   bool is_string() const { return kind == TypeKind::String; }
   bool is_tuple() const { return kind == TypeKind::Tuple; }
   bool is_record() const { return kind == TypeKind::Record; }
+  // Bytes in memory that a byte-wise comparison or ntop() may read: strings
+  // (tracepoint byte arrays are strings too) and uint8 arrays.
+  bool is_bytes() const { return kind == TypeKind::String || (kind == TypeKind::Array && elems[0].size == 1); }
 
   // Bytes this value occupies in memory (keys, values, events).
   uint32_t mem_size() const;
