@@ -48,6 +48,7 @@ OPTIONS:
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
+    --unsafe       allow functions that change the system: system() and signal()
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
@@ -55,6 +56,7 @@ OPTIONS:
 ENVIRONMENT:
     BPFTRACE_MAX_STRLEN   string capacity in bytes (default 1024)
     BPFTRACE_MAX_MAP_KEYS entries per keyed map (default 4096)
+    BPFTRACE_MAX_CAT_BYTES bytes cat() prints of a file (default 10240)
     BPFTRACE_PERF_RB_PAGES ring buffer size in pages (default: 4096 pages when probes
                           other than BEGIN/END print, else 64)
 
@@ -73,6 +75,7 @@ struct Cli {
   runtime::Options run;
   std::optional<std::string> list;
   std::string child_cmd;
+  bool unsafe = false;  // --unsafe
 };
 
 bool read_file(const std::string& path, std::string& out) {
@@ -150,6 +153,8 @@ int compile_and_run(Cli& cli) {
   sema::Options sopts;
   sopts.positional = cli.positional;
   sopts.has_child = child.has_value();
+  sopts.unsafe = cli.unsafe;
+  cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
   auto typed = sema::analyse(*ast, sopts, diags);
@@ -262,7 +267,7 @@ int main(int argc, char** argv) {
       case 'h': fmt::print("{}", kUsage); return 0;
       case 'V': fmt::print("{}\n", kVersion); return 0;
       case kDryRun: cli.run.dry_run = true; break;
-      case kUnsafe:
+      case kUnsafe: cli.unsafe = true; break;
       case kNoWarnings:
       case kVerifyIr:
       case 'k':

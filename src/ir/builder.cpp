@@ -96,6 +96,12 @@ VregId Builder::call(int helper, std::vector<VregId> args) {
   return d;
 }
 
+VregId Builder::call_kfunc(uint32_t btf_id, std::vector<VregId> args) {
+  VregId d = vreg();
+  emit({.op = Opcode::Call, .dst = d, .imm = btf_id, .off = BPF_PSEUDO_KFUNC_CALL, .args = std::move(args)});
+  return d;
+}
+
 void Builder::jump(BlockId t) {
   if (!terminated()) emit({.op = Opcode::Jump, .t = t});
 }

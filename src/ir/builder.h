@@ -43,6 +43,7 @@ class Builder {
   VregId map_value(uint32_t map, int32_t off);
   VregId stack_addr(int32_t off);
   VregId call(int helper, std::vector<VregId> args);
+  VregId call_kfunc(uint32_t btf_id, std::vector<VregId> args);
 
   void jump(BlockId t);
   void branch(Cond c, VregId a, VregId b, BlockId t, BlockId f);

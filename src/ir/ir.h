@@ -33,7 +33,8 @@ enum class Opcode {
   MapFd,      // dst = address of map `imm` (a ld_imm64 with the map's fd, patched at load)
   MapValue,   // dst = address of the value of array map `imm` (1 entry) + off: direct access, no call
   StackAddr,  // dst = fp + off (off negative; a stack object reserved by the function)
-  Call,       // dst = helper `imm`(args...); clobbers R0-R5
+  Call,       // dst = helper `imm`(args...); clobbers R0-R5. With off = BPF_PSEUDO_KFUNC_CALL,
+              // imm is the vmlinux BTF id of a kfunc instead
   // Terminators: the last instruction of each block, and only there.
   Jump,       // goto t
   Branch,     // if (a <cond> (b or imm)) goto t; else goto f

@@ -6,8 +6,10 @@
 //   4-byte key used to look the scratch value up;
 // - every key and record is fully written (string tails zeroed) before use;
 // - every map lookup is null-checked before the pointer is used.
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <linux/bpf.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
@@ -298,6 +300,15 @@ class Lowerer {
         case Op::Ge: {
           const Type& lt = p_.type_of(e.args[0]);
           const Type& rt = p_.type_of(e.args[1]);
+          if (lt.kind == TypeKind::Array || rt.kind == TypeKind::Array) {
+            Val l = expr(e.args[0]);
+            Val r = expr(e.args[1]);
+            if (e.op == Op::Eq)
+              bytes_eq(l, r, lt.size, t, f);
+            else
+              bytes_eq(l, r, lt.size, f, t);
+            return;
+          }
           if (lt.is_string() && rt.is_string()) {
             Val l = expr(e.args[0]);
             Val r = expr(e.args[1]);
@@ -366,6 +377,27 @@ class Lowerer {
       return;
     }
     compare_bytes(l.reg, r.reg, std::min(l.type.size, r.type.size), equal, differ);
+  }
+
+  // Byte arrays are equal when all n bytes agree (zeros included).
+  void bytes_eq(const Val& l, const Val& r, uint32_t n, BlockId equal, BlockId differ) {
+    if (l.literal && r.literal) {
+      b_.jump(*l.literal == *r.literal ? equal : differ);
+      return;
+    }
+    const Val* lit = l.literal ? &l : r.literal ? &r : nullptr;
+    Val a = addressable(lit == &l ? r : l);
+    Val c = lit ? *lit : addressable(r);
+    for (uint32_t i = 0; i < n; ++i) {
+      VregId x = b_.load(1, a.reg, static_cast<int32_t>(i));
+      BlockId next = b_.new_block();
+      if (lit)
+        b_.branch_imm(ir::Cond::Ne, x, static_cast<uint8_t>((*lit->literal)[i]), differ, next);
+      else
+        b_.branch(ir::Cond::Ne, x, b_.load(1, c.reg, static_cast<int32_t>(i)), differ, next);
+      b_.set_block(next);
+    }
+    b_.jump(equal);
   }
 
   // Branches to `equal` when the first n bytes at l and r agree, or agree up
@@ -592,6 +624,15 @@ class Lowerer {
       }
       case ExprKind::Cast: {
         Val a = expr(e.args[0]);
+        if (a.type.kind == TypeKind::Array) {
+          // The array's bytes as an integer, in native order.
+          if (a.literal) {
+            uint64_t c = 0;
+            std::memcpy(&c, a.literal->data(), std::min<size_t>(a.literal->size(), 8));
+            return constant(static_cast<int64_t>(c), t);
+          }
+          return int_val(b_.load(static_cast<uint8_t>(t.size), a.reg, 0), t);
+        }
         if (t.kind == TypeKind::Bool) return bool_of_val(a);
         return narrow(a, t);
       }
@@ -944,13 +985,13 @@ class Lowerer {
         uint32_t off = alloc(24);
         VregId rec = scratch_ptr(off);
         const Type& at = p_.type_of(e.args.back());
-        int64_t family = at.is_string() && at.size == 16 ? 10 : 2;  // AF_INET6 : AF_INET
+        int64_t family = at.is_bytes() && at.size == 16 ? 10 : 2;  // AF_INET6 : AF_INET
         if (e.args.size() == 2)
           copy_to(rec, 0, expr(e.args[0]), Type::integer(8, false));
         else
           b_.store_imm(8, rec, 0, static_cast<int32_t>(family));
         Val addr = expr(e.args.back());
-        if (at.is_string()) {
+        if (at.is_bytes()) {
           addr = addressable(addr);
           copy_bytes(rec, 8, addr.reg, at.size == 16 ? 16 : 8);
           if (at.size == 4) b_.store_imm(4, rec, 12, 0);
@@ -989,6 +1030,71 @@ class Lowerer {
         VregId r = b_.alu_imm(AluOp::Bswap, materialize_int(a), at.size * 8);
         return int_val(r, t);
       }
+      case sema::Function::Pton: {
+        // Parsed again here (sema checked it): the bytes are a literal.
+        unsigned char bytes[16];
+        const std::string& text = ast_.expr(e.args[0]).sval;
+        bool v4 = t.size == 4;
+        inet_pton(v4 ? AF_INET : AF_INET6, text.c_str(), bytes);
+        return Val{.reg = kNoVreg, .type = t, .literal = std::string(reinterpret_cast<char*>(bytes), t.size)};
+      }
+      case sema::Function::Buf: return buf_val(e, t);
+      case sema::Function::Macaddr: {
+        VregId rec = scratch_ptr(alloc(8));
+        Val src = expr(e.args[0]);
+        if (src.type.is_bytes()) {
+          src = addressable(src);
+          copy_bytes(rec, 0, src.reg, 8);
+          b_.store_imm(2, rec, 6, 0);
+        } else {
+          b_.store_imm(8, rec, 0, 0);
+          b_.call(read_helper(src.type.addr_space, false), {rec, b_.imm(6), materialize_int(src)});
+        }
+        return Val{.reg = rec, .type = t};
+      }
+      case sema::Function::Join: join(e, p_.actions[p_.action_of[id]], p_.action_of[id]); return Val{.type = t};
+      case sema::Function::Strftime: {
+        // [format index][boot-clock ns]: user space formats it when it prints.
+        VregId rec = scratch_ptr(alloc(16));
+        b_.store_imm(8, rec, 0, static_cast<int32_t>(p_.const_of[e.args[0]].value_or(0)));
+        copy_to(rec, 8, expr(e.args[1]), Type::integer(8, false));
+        return Val{.reg = rec, .type = t};
+      }
+      case sema::Function::Cgroupid: return constant(p_.const_of[id].value_or(0), t);
+      case sema::Function::Cat:
+      case sema::Function::System: {
+        std::vector<Arg> args;
+        for (size_t i = 1; i < e.args.size(); ++i) args.push_back({.expr = e.args[i]});
+        send(p_.action_of[id], args);
+        return Val{.type = t};
+      }
+      case sema::Function::Signal: {
+        auto named = p_.const_of[e.args[0]];
+        VregId sig = named ? b_.imm(*named) : materialize_int(expr(e.args[0]));
+        b_.call(BPF_FUNC_send_signal, {sig});
+        return Val{.type = t};
+      }
+      case sema::Function::Len: {
+        const Type& at = p_.type_of(e.args[0]);
+        if (at.kind == TypeKind::Stack) {
+          // bpf_get_stack returns the bytes written: 8 per frame, or < 0.
+          VregId buf = scratch_ptr(alloc(kMaxStackFrames * 8));
+          VregId n = b_.call(BPF_FUNC_get_stack, {ctx_, buf, b_.imm(kMaxStackFrames * 8),
+                                                  b_.imm(at.user ? BPF_F_USER_STACK : 0)});
+          VregId out = b_.imm(0);
+          BlockId some = b_.new_block(), join_b = b_.new_block();
+          b_.branch_imm(ir::Cond::SGt, n, 0, some, join_b);
+          b_.set_block(some);
+          b_.mov_to(out, b_.alu_imm(AluOp::Rsh, n, 3));
+          b_.jump(join_b);
+          b_.set_block(join_b);
+          return int_val(out, t);
+        }
+        // The kernel keeps a per-CPU element count for hash maps; the
+        // bpf_map_sum_elem_count kfunc (6.6) sums it.
+        auto kfunc = p_.btf->find_func("bpf_map_sum_elem_count");
+        return int_val(b_.call_kfunc(kfunc.value_or(0), {b_.map_fd(p_.map_of[e.args[0]])}), t);
+      }
       case sema::Function::Str: {
         Val src = expr(e.args[0]);
         if (src.type.is_string()) {
@@ -1017,6 +1123,88 @@ class Lowerer {
     std::unreachable();
   }
 
+  // The probe_read helper for memory in an address space (str: the _str
+  // variant). Unknown spaces use the old helper that tries both.
+  static int read_helper(sema::AddrSpace space, bool str) {
+    switch (space) {
+      case sema::AddrSpace::User: return str ? BPF_FUNC_probe_read_user_str : BPF_FUNC_probe_read_user;
+      case sema::AddrSpace::Kernel: return str ? BPF_FUNC_probe_read_kernel_str : BPF_FUNC_probe_read_kernel;
+      case sema::AddrSpace::None: return str ? BPF_FUNC_probe_read_str : BPF_FUNC_probe_read;
+    }
+    std::unreachable();
+  }
+
+  // buf(): [u64 length][bytes], the length at most the capacity t.size.
+  Val buf_val(const Expr& e, const Type& t) {
+    VregId rec = scratch_ptr(alloc(t.mem_size()));
+    zero(rec, 8, t.mem_size() - 8);
+    Val src = expr(e.args[0]);
+    const bool from_value = src.type.is_bytes();
+    if (from_value) src = addressable(src);
+    std::optional<int64_t> fixed = static_cast<int64_t>(t.size);
+    VregId len = kNoVreg;
+    if (e.args.size() == 2) {
+      Val l = expr(e.args[1]);
+      // Lowering folds more than sema's literals (100 - 96): such a length
+      // is fixed too, within the capacity sema gave.
+      if (l.constant) fixed = std::clamp<int64_t>(*l.constant, 0, t.size);
+      if (!l.constant) {
+        // A length known only at run time: clamped to the capacity, which
+        // also proves the read in bounds to the verifier.
+        fixed.reset();
+        len = b_.mov(materialize_int(l));
+        BlockId clamp = b_.new_block(), ok = b_.new_block();
+        b_.branch_imm(ir::Cond::Gt, len, t.size, clamp, ok);
+        b_.set_block(clamp);
+        b_.imm_to(len, t.size);
+        b_.jump(ok);
+        b_.set_block(ok);
+      }
+    }
+    VregId data = b_.alu_imm(AluOp::Add, rec, 8);
+    if (fixed) {
+      b_.store_imm(8, rec, 0, static_cast<int32_t>(*fixed));
+      if (from_value)
+        copy_bytes(rec, 8, src.reg, sema::align8(t.size));
+      else
+        b_.call(read_helper(src.type.addr_space, false), {data, b_.imm(*fixed), materialize_int(src)});
+    } else {
+      b_.store(8, rec, 0, len);
+      int helper = from_value ? BPF_FUNC_probe_read_kernel : read_helper(src.type.addr_space, false);
+      b_.call(helper, {data, len, from_value ? src.reg : materialize_int(src)});
+    }
+    return Val{.reg = rec, .type = t};
+  }
+
+  // join(argv[, sep]): reads up to 16 string pointers from the array until
+  // a NULL one, and sends [id][count][strings] for user space to join.
+  void join(const Expr& e, const sema::Action& a, int32_t action) {
+    VregId rec = scratch_ptr(alloc(a.record_size));
+    b_.store_imm(8, rec, 0, action);
+    Val arr_v = expr(e.args[0]);
+    VregId arr = materialize_int(arr_v);
+    sema::AddrSpace space = arr_v.type.addr_space;
+    VregId tmp = scratch_ptr(alloc(8));
+    VregId count = b_.imm(0);
+    BlockId done = b_.new_block();
+    for (size_t i = 1; i < a.args.size(); ++i) {
+      b_.store_imm(8, tmp, 0, 0);
+      VregId slot = b_.alu_imm(AluOp::Add, arr, static_cast<int64_t>((i - 1) * 8));
+      b_.call(read_helper(space, false), {tmp, b_.imm(8), slot});
+      VregId str = b_.load(8, tmp, 0);
+      BlockId next = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, str, 0, done, next);
+      b_.set_block(next);
+      VregId dst = b_.alu_imm(AluOp::Add, rec, a.offsets[i]);
+      b_.call(read_helper(space, true), {dst, b_.imm(a.args[i].size), str});
+      b_.imm_to(count, static_cast<int64_t>(i));
+    }
+    b_.jump(done);
+    b_.set_block(done);
+    b_.store(8, rec, static_cast<int32_t>(a.offsets[0]), count);
+    submit(rec, a.record_size);
+  }
+
   // Sends an async record [action id][args] through the ring buffer, counting
   // it in the lost map when the ring buffer is full.
   // An argument of a record: an expression, evaluated straight into the
@@ -1037,8 +1225,12 @@ class Lowerer {
       else
         copy_to(rec, a.offsets[i], args[i].val, a.args[i]);
     }
-    VregId r = b_.call(BPF_FUNC_ringbuf_output,
-                       {b_.map_fd(m_.support.ringbuf), rec, b_.imm(a.record_size), b_.imm(0)});
+    submit(rec, a.record_size);
+  }
+
+  // Outputs a record built in scratch to the ring buffer.
+  void submit(VregId rec, uint32_t size) {
+    VregId r = b_.call(BPF_FUNC_ringbuf_output, {b_.map_fd(m_.support.ringbuf), rec, b_.imm(size), b_.imm(0)});
     BlockId lost = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
     b_.branch_imm(ir::Cond::Ne, r, 0, lost, join);
     b_.set_block(lost);
@@ -1488,7 +1680,25 @@ class Lowerer {
       if (n < cap) zero(dst, off + n, cap - n);
       return;
     }
-    if (to.kind == TypeKind::Inet || to.kind == TypeKind::Stack || to.kind == TypeKind::Symbol) {
+    if (to.kind == TypeKind::Array && v.literal) {
+      std::string bytes = *v.literal;
+      bytes.resize(to.mem_size(), '\0');
+      for (uint32_t i = 0; i < bytes.size(); i += 4) {
+        int32_t word;
+        std::memcpy(&word, bytes.data() + i, 4);
+        b_.store_imm(4, dst, static_cast<int32_t>(off + i), word);
+      }
+      return;
+    }
+    if (to.kind == TypeKind::Buffer && v.type.size < to.size) {
+      // A smaller buffer into a larger slot: its length and bytes, then zeros.
+      copy_bytes(dst, off, v.reg, v.type.mem_size());
+      zero(dst, off + v.type.mem_size(), to.mem_size() - v.type.mem_size());
+      return;
+    }
+    if (to.kind == TypeKind::Inet || to.kind == TypeKind::Stack || to.kind == TypeKind::Symbol ||
+        to.kind == TypeKind::Array || to.kind == TypeKind::Buffer || to.kind == TypeKind::MacAddr ||
+        to.kind == TypeKind::Timestamp) {
       copy_bytes(dst, off, v.reg, to.mem_size());
       return;
     }

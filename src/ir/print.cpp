@@ -42,7 +42,7 @@ std::string print_inst(const Inst& i) {
     case Opcode::Call: {
       std::string args;
       for (size_t k = 0; k < i.args.size(); ++k) args += (k ? ", " : "") + v(i.args[k]);
-      return fmt::format("{} = call {}({})", v(i.dst), i.imm, args);
+      return fmt::format("{} = call {}{}({})", v(i.dst), i.off == BPF_PSEUDO_KFUNC_CALL ? "kfunc " : "", i.imm, args);
     }
     case Opcode::Jump: return fmt::format("goto bb{}", i.t);
     case Opcode::Branch:

@@ -214,6 +214,9 @@ std::string json_value(const Value& v) {
       return v.i != 0 ? "true" : "false";
     case Value::Kind::String:
       return json_string(v.s);
+    case Value::Kind::Buffer:
+      return json_string(buffer_text(v.s, ""));
+    case Value::Kind::Array:
     case Value::Kind::Tuple: {
       std::string out = "[";
       for (size_t i = 0; i < v.elems.size(); i++) {

@@ -34,6 +34,8 @@ Value divide(const Value& v, uint64_t div) {
     case Value::Kind::Bool:
     case Value::Kind::String:
     case Value::Kind::Tuple:
+    case Value::Kind::Array:
+    case Value::Kind::Buffer:
       // bpftrace divides only integer values.
       return v;
   }
@@ -77,11 +79,13 @@ int compare_keys(const Value& a, const Value& b) {
   }
   if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
   switch (a.kind) {
-    case Value::Kind::String: {
+    case Value::Kind::String:
+    case Value::Kind::Buffer: {
       // std::char_traits<char>::compare compares as unsigned char, like memcmp.
       const int c = a.s.compare(b.s);
       return c < 0 ? -1 : (c > 0 ? 1 : 0);
     }
+    case Value::Kind::Array:
     case Value::Kind::Tuple: {
       const size_t n = std::min(a.elems.size(), b.elems.size());
       for (size_t i = 0; i < n; i++) {

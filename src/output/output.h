@@ -15,12 +15,14 @@ namespace bpfscope::output {
 
 // A decoded value.
 struct Value {
-  enum class Kind { None, Int, UInt, Bool, String, Tuple };
+  // Array: elems printed "[1,2,3]"; Buffer: raw bytes in `s`, printed with
+  // \xNN escapes as printf's %r does.
+  enum class Kind { None, Int, UInt, Bool, String, Tuple, Array, Buffer };
   Kind kind = Kind::None;
   int64_t i = 0;   // Int, Bool (0/1)
   uint64_t u = 0;  // UInt
   std::string s;   // String
-  std::vector<Value> elems;  // Tuple
+  std::vector<Value> elems;  // Tuple, Array
 
   // The integer as int64 bits, whatever its kind (0 for strings, tuples, none).
   int64_t as_i64() const {
@@ -33,6 +35,8 @@ struct Value {
   static Value of_bool(bool v) { Value x; x.kind = Kind::Bool; x.i = v; return x; }
   static Value of_string(std::string v) { Value x; x.kind = Kind::String; x.s = std::move(v); return x; }
   static Value of_tuple(std::vector<Value> v) { Value x; x.kind = Kind::Tuple; x.elems = std::move(v); return x; }
+  static Value of_array(std::vector<Value> v) { Value x; x.kind = Kind::Array; x.elems = std::move(v); return x; }
+  static Value of_buffer(std::string bytes) { Value x; x.kind = Kind::Buffer; x.s = std::move(bytes); return x; }
 };
 
 // Text of a value as bpftrace prints it with print() and in map values:
@@ -102,6 +106,10 @@ struct PrintfFormat {
   std::vector<PrintfSpec> specs;
   std::string trailing;  // text after the last conversion
 };
+
+// The bytes of a buffer as printf's %r ("" mode: bytes 32..126 kept, others
+// \xNN), %rx ("x": every byte \xNN) or %rh ("h": spaced hex "61 62").
+std::string buffer_text(std::string_view bytes, std::string_view mode);
 
 // Returns the parsed format, or an error message (e.g. "printf: Unknown format
 // string token: %y").

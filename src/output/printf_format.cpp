@@ -161,7 +161,8 @@ std::string format_float(const Conversion& c, const Value& v) {
   return c_format(prefix + c.conv, d);
 }
 
-// %r: bytes 32..126 kept, others \xNN; %rx: every byte \xNN; %rh: "61 62".
+}  // namespace
+
 std::string buffer_text(std::string_view bytes, std::string_view mode) {
   std::string out;
   for (size_t i = 0; i < bytes.size(); i++) {
@@ -177,6 +178,8 @@ std::string buffer_text(std::string_view bytes, std::string_view mode) {
   }
   return out;
 }
+
+namespace {
 
 std::string apply(const Conversion& c, const Value& arg) {
   switch (c.conv) {
@@ -211,8 +214,8 @@ std::string apply(const Conversion& c, const Value& arg) {
       return c_format(c_prefix(c, true) + "s", text.c_str());
     }
     case 'r': {
-      const std::string text = arg.kind == Value::Kind::String ? arg.s : to_text(arg);
-      const std::string body = buffer_text(text, c.buffer_mode);
+      const bool raw = arg.kind == Value::Kind::String || arg.kind == Value::Kind::Buffer;
+      const std::string body = buffer_text(raw ? arg.s : to_text(arg), c.buffer_mode);
       // Width pads with spaces as for %s (0.26 applies setw); no precision.
       if (c.width < 0 || body.size() >= static_cast<size_t>(c.width)) return body;
       const std::string pad(static_cast<size_t>(c.width) - body.size(), ' ');

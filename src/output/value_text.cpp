@@ -25,6 +25,19 @@ void append_text(std::string& out, const Value& v) {
     case Value::Kind::String:
       out += v.s;
       return;
+    case Value::Kind::Buffer:
+      out += buffer_text(v.s, "");
+      return;
+    case Value::Kind::Array: {
+      // Arrays have no spaces: [127,0,0,1].
+      out += '[';
+      for (size_t i = 0; i < v.elems.size(); ++i) {
+        if (i) out += ',';
+        append_text(out, v.elems[i]);
+      }
+      out += ']';
+      return;
+    }
     case Value::Kind::Tuple: {
       // Tuples always get ", " between fields (arrays would not).
       out += '(';

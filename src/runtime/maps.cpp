@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "bpf/libbpf_bpf.h"
@@ -31,6 +34,35 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
       int af = family == AF_INET6 ? AF_INET6 : AF_INET;
       if (!inet_ntop(af, p + 8, buf, sizeof buf)) return output::Value::of_string("(?)");
       return output::Value::of_string(buf);
+    }
+    case sema::TypeKind::Array: {
+      std::vector<output::Value> elems;
+      const sema::Type& et = t.elems[0];
+      for (uint32_t i = 0; i < t.size; ++i) {
+        uint64_t v = 0;
+        std::memcpy(&v, p + i * et.size, et.size);
+        if (et.is_signed) {
+          int shift = 64 - static_cast<int>(et.size) * 8;
+          elems.push_back(output::Value::of_int(shift ? static_cast<int64_t>(v << shift) >> shift : static_cast<int64_t>(v)));
+        } else {
+          elems.push_back(output::Value::of_uint(v));
+        }
+      }
+      return output::Value::of_array(std::move(elems));
+    }
+    case sema::TypeKind::Buffer: {
+      uint64_t len;
+      std::memcpy(&len, p, 8);
+      len = std::min<uint64_t>(len, t.size);
+      return output::Value::of_buffer(std::string(reinterpret_cast<const char*>(p + 8), len));
+    }
+    case sema::TypeKind::MacAddr:
+      return output::Value::of_string(fmt::format("{:02X}:{:02X}:{:02X}:{:02X}:{:02X}:{:02X}", p[0], p[1], p[2], p[3], p[4], p[5]));
+    case sema::TypeKind::Timestamp: {
+      uint64_t format, ns;
+      std::memcpy(&format, p, 8);
+      std::memcpy(&ns, p + 8, 8);
+      return output::Value::of_string(resolver ? resolver->timestamp(format, ns) : "");
     }
     case sema::TypeKind::Bool: {
       uint64_t v;

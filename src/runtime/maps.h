@@ -9,14 +9,21 @@
 
 namespace bpfscope::runtime {
 
-// Names stacks and symbols when values are decoded (the session's symbol
-// caches and stack maps).
+// Names stacks, symbols and timestamps when values are decoded (the
+// session's symbol caches, stack maps and strftime formats).
 class Resolver {
  public:
   virtual ~Resolver() = default;
   // bpftrace's layout: "\n" then one "        sym+off\n" line per frame.
   virtual std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const = 0;
   virtual std::string symbol(bool user, uint64_t addr, uint32_t pid) const = 0;
+  // strftime(): format `format` (an index into the program's formats) of a
+  // boot-clock time.
+  virtual std::string timestamp(uint64_t format, uint64_t boot_ns) const {
+    (void)format;
+    (void)boot_ns;
+    return "";
+  }
 };
 
 // Decodes a value of type t stored at p (the layout of sema/types.h).

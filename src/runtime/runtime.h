@@ -29,6 +29,7 @@ struct Options {
   // kStreamingRingbuf when probes other than BEGIN/END print, else
   // kQuietRingbuf. The kernel maps the data twice, so RSS grows by 2x.
   uint32_t ringbuf_bytes = 0;
+  uint32_t max_cat_bytes = 10240;  // cat(): bytes printed of each file (BPFTRACE_MAX_CAT_BYTES)
   int child_pid = -1;        // -c: the child, held until attach (see Child)
   int target_pid = -1;       // -p
 };

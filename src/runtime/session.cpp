@@ -86,6 +86,67 @@ uint64_t realtime_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
+// The clock strftime() formats: boot-clock ns plus this offset are ns since
+// the epoch (bpftrace converts nsecs the same way).
+int64_t boot_to_realtime_ns() {
+  timespec rt, bt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_BOOTTIME, &bt);
+  return (static_cast<int64_t>(rt.tv_sec) - bt.tv_sec) * 1000000000ll + (rt.tv_nsec - bt.tv_nsec);
+}
+
+// Names what decoded values refer to: stacks and symbols through the
+// symbolizer, strftime() timestamps through the program's formats.
+class ValueNames : public Resolver {
+ public:
+  ValueNames(const Symbolizer& symbols, const std::vector<std::string>& formats)
+      : symbols_(symbols), formats_(formats), offset_(boot_to_realtime_ns()) {}
+
+  std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override {
+    return symbols_.stack(user, id, pid, limit, mode);
+  }
+  std::string symbol(bool user, uint64_t addr, uint32_t pid) const override { return symbols_.symbol(user, addr, pid); }
+  std::string timestamp(uint64_t format, uint64_t boot_ns) const override {
+    if (format >= formats_.size()) return "(?)";
+    return output::format_time(formats_[format], static_cast<uint64_t>(static_cast<int64_t>(boot_ns) + offset_));
+  }
+
+ private:
+  const Symbolizer& symbols_;
+  const std::vector<std::string>& formats_;
+  int64_t offset_;
+};
+
+// cat(): at most max_bytes of the file, or an error on stderr as bpftrace
+// prints it.
+std::optional<std::string> read_head(const std::string& path, uint32_t max_bytes) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (!f) {
+    fmt::print(stderr, "ERROR: failed to open file '{}': {}\n", path, strerror(errno));
+    return std::nullopt;
+  }
+  std::string text(max_bytes, '\0');
+  size_t n = fread(text.data(), 1, max_bytes, f);
+  fclose(f);
+  text.resize(n);
+  return text;
+}
+
+// system(): the command's standard output (its stderr goes to ours).
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    fmt::print(stderr, "ERROR: system(): cannot run '{}': {}\n", cmd, strerror(errno));
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 class Session {
  public:
   Session(const sema::TypedProgram& p, const ir::Module& m, std::vector<codegen::Program> progs, const Options& o)
@@ -256,6 +317,7 @@ class Session {
       map_fds_.push_back(std::move(*fd));
     }
     symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get());
+    names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats);
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
     if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
     return 0;
@@ -447,7 +509,7 @@ class Session {
     if (size < a.record_size) return 0;
     if (ignore_records_) return 0;
     std::vector<output::Value> args;
-    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], symbolizer_.get()));
+    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], names_.get()));
     switch (a.kind) {
       case sema::ActionKind::Printf: {
         std::string s = output::format_printf(a.printf_format, args);
@@ -463,7 +525,7 @@ class Session {
       case sema::ActionKind::Print: {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
-        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, symbolizer_.get());
+        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
         emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u));
         break;
       }
@@ -480,6 +542,27 @@ class Session {
       case sema::ActionKind::Time: {
         std::string s = output::format_time(a.format, realtime_ns());
         emit_out(o_.json ? output::json_event("time", s) : s);
+        break;
+      }
+      case sema::ActionKind::Join: {
+        // args: the element count, then the elements.
+        std::string s;
+        uint64_t n = std::min<uint64_t>(args[0].u, args.size() - 1);
+        for (uint64_t i = 0; i < n; ++i) s += (i ? a.format : "") + args[i + 1].s;
+        s += "\n";
+        emit_out(o_.json ? output::json_event("join", s) : s);
+        break;
+      }
+      case sema::ActionKind::Cat: {
+        auto text = read_head(output::format_printf(a.printf_format, args), o_.max_cat_bytes);
+        if (text) emit_out(o_.json ? output::json_event("cat", *text) : *text);
+        break;
+      }
+      case sema::ActionKind::System: {
+        // The output so far goes first, as the command's own stderr does.
+        fflush(out_);
+        std::string s = run_command(output::format_printf(a.printf_format, args));
+        emit_out(o_.json ? output::json_event("syscall", s) : s);
         break;
       }
     }
@@ -558,7 +641,7 @@ class Session {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
-      auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, symbolizer_.get());
+      auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
       emit_out(o_.json ? output::json_map(snap) : output::map_text(snap));
     }
   }
@@ -572,6 +655,7 @@ class Session {
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
+  std::unique_ptr<ValueNames> names_;
   std::vector<bpf::Fd> prog_fds_;
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;

@@ -61,8 +61,18 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "kstack", .id = Function::KstackCall, .min_args = 0, .max_args = 2},
     FunctionRow{.name = "ustack", .id = Function::UstackCall, .min_args = 0, .max_args = 2},
     FunctionRow{.name = "has_key", .id = Function::HasKey, .min_args = 2, .max_args = 2},
+    FunctionRow{.name = "pton", .id = Function::Pton, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "buf", .id = Function::Buf, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "macaddr", .id = Function::Macaddr, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "join", .id = Function::Join, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "strftime", .id = Function::Strftime, .min_args = 2, .max_args = 2},
+    FunctionRow{.name = "cgroupid", .id = Function::Cgroupid, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "cat", .id = Function::Cat, .min_args = 1, .max_args = 64},
+    FunctionRow{.name = "signal", .id = Function::Signal, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "system", .id = Function::System, .min_args = 1, .max_args = 64},
+    FunctionRow{.name = "len", .id = Function::Len, .min_args = 1, .max_args = 1},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::HasKey) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::Len) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -122,7 +132,17 @@ bool is_aggregation(Function f) {
     case Function::Usym:
     case Function::KstackCall:
     case Function::UstackCall:
-    case Function::HasKey: return false;
+    case Function::HasKey:
+    case Function::Pton:
+    case Function::Buf:
+    case Function::Macaddr:
+    case Function::Join:
+    case Function::Strftime:
+    case Function::Cgroupid:
+    case Function::Cat:
+    case Function::Signal:
+    case Function::System:
+    case Function::Len: return false;
   }
   std::unreachable();
 }

@@ -1,8 +1,12 @@
 // The type checker: walks each probe body, resolves names, fixes map and
 // variable types, and builds the action table.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
 #include <charconv>
 #include <cstring>
 #include <ranges>
@@ -150,6 +154,11 @@ constexpr NamedConstant kKnownConstants[] = {
     {"EWOULDBLOCK", 11},  {"EDEADLOCK", 35},     {"ENOTSUP", 95},      {"ERESTARTSYS", 512}, {"ERESTARTNOINTR", 513}, {"ERESTARTNOHAND", 514}, {"ENOIOCTLCMD", 515},
 };
 
+// join(): at most this many elements, each of at most kJoinElemMax bytes
+// (and max_strlen).
+constexpr uint32_t kJoinMax = 16;
+constexpr uint32_t kJoinElemMax = 1024;
+
 std::optional<int64_t> known_constant(std::string_view name) {
   for (const auto& c : kKnownConstants)
     if (c.name == name) return c.value;
@@ -161,6 +170,39 @@ std::optional<int64_t> known_constant(std::string_view name) {
     for (int i = 1; i < 32; ++i)
       if (const char* n = sigabbrev_np(i); n && name.substr(3) == n) return i;
   return std::nullopt;
+}
+
+// Signal names signal() accepts, with or without the SIG prefix.
+struct SignalName {
+  std::string_view name;
+  int number;
+};
+constexpr SignalName kSignals[] = {
+    {"HUP", 1},   {"INT", 2},     {"QUIT", 3},   {"ILL", 4},     {"TRAP", 5},   {"ABRT", 6},   {"IOT", 6},
+    {"BUS", 7},   {"FPE", 8},     {"KILL", 9},   {"USR1", 10},   {"SEGV", 11},  {"USR2", 12},  {"PIPE", 13},
+    {"ALRM", 14}, {"TERM", 15},   {"STKFLT", 16}, {"CHLD", 17},  {"CONT", 18},  {"STOP", 19},  {"TSTP", 20},
+    {"TTIN", 21}, {"TTOU", 22},   {"URG", 23},   {"XCPU", 24},   {"XFSZ", 25},  {"VTALRM", 26}, {"PROF", 27},
+    {"WINCH", 28}, {"IO", 29},    {"POLL", 29},  {"PWR", 30},    {"SYS", 31},
+};
+
+std::optional<int> signal_number(std::string_view name) {
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  for (const auto& s : kSignals)
+    if (s.name == name) return s.number;
+  return std::nullopt;
+}
+
+// The id of a cgroup v2 directory: the kernfs node id, which the kernel hands
+// out as the directory's file handle (as bpf_get_current_cgroup_id reports it).
+std::expected<uint64_t, std::string> cgroup_id_of(const std::string& path) {
+  alignas(file_handle) unsigned char storage[sizeof(file_handle) + sizeof(uint64_t)] = {};
+  auto* fh = reinterpret_cast<file_handle*>(storage);
+  fh->handle_bytes = sizeof(uint64_t);
+  int mount_id = 0;
+  if (name_to_handle_at(AT_FDCWD, path.c_str(), fh, &mount_id, 0) != 0) return std::unexpected(strerror(errno));
+  uint64_t id = 0;
+  std::memcpy(&id, storage + sizeof(file_handle), sizeof id);
+  return id;
 }
 
 class Checker {
@@ -363,7 +405,7 @@ class Checker {
     }
     Type vt = expr(s.value);
     if (vt.kind == TypeKind::None) {
-      error(value.loc, "expression has no value to assign");
+      if (!diags_.has_errors()) error(value.loc, "expression has no value to assign");
       return;
     }
     if (vt.is_record()) {
@@ -881,7 +923,7 @@ class Checker {
         }
         Type t = expr(e.args[0]);
         if (t.kind == TypeKind::None) {
-          error(a.loc, "print() needs a value");
+          if (!diags_.has_errors()) error(a.loc, "print() needs a value");
           return Type::none();
         }
         out_.action_of[id] = add_action(ActionKind::PrintValue, e.loc, {t});
@@ -989,8 +1031,7 @@ class Checker {
           error(ast_.expr(e.args[0]).loc, "ntop(): the address family must be an integer");
           return Type::none();
         }
-        bool ok = (addr.kind == TypeKind::Int && addr.size <= 8) ||
-                  (addr.is_string() && (addr.size == 4 || addr.size == 16));
+        bool ok = (addr.kind == TypeKind::Int && addr.size <= 8) || (addr.is_bytes() && (addr.size == 4 || addr.size == 16));
         if (!ok) {
           error(ast_.expr(e.args.back()).loc,
                 fmt::format("ntop() expects an integer, or 4 or 16 bytes ({} provided)", addr.name()));
@@ -1055,6 +1096,90 @@ class Checker {
         }
         return Type::integer(t.size, false);
       }
+      case Function::Pton: return pton_call(id);
+      case Function::Buf: return buf_call(id);
+      case Function::Macaddr: {
+        const Expr& a = ast_.expr(e.args[0]);
+        Type t = expr(e.args[0]);
+        if (a.kind == ExprKind::String) {
+          error(e.loc, "macaddr() does not support literal string arguments");
+          return Type::none();
+        }
+        if (t.is_bytes()) {
+          if (t.size * (t.kind == TypeKind::Array ? t.elems[0].size : 1) != 6) {
+            error(e.loc, "macaddr() argument must be 6 bytes in size");
+            return Type::none();
+          }
+        } else if (t.kind != TypeKind::Int) {
+          error(e.loc, fmt::format("macaddr() expects an array or a pointer ({} provided)", t.name()));
+          return Type::none();
+        }
+        return Type::mac_addr();
+      }
+      case Function::Join: {
+        Type t = expr(e.args[0]);
+        if (t.kind != TypeKind::Int) {
+          error(e.loc, fmt::format("join() only supports int or pointer arguments ({} provided)", t.name()));
+          return Type::none();
+        }
+        std::string sep = " ";
+        if (e.args.size() == 2) {
+          const Expr& d = ast_.expr(e.args[1]);
+          if (d.kind != ExprKind::String) {
+            error(e.loc, fmt::format("join() expects a string literal ({} provided)", provided(e.args[1])));
+            return Type::none();
+          }
+          expr(e.args[1]);
+          sep = d.sval;
+        }
+        // A count, then kJoinMax elements of join_elem_size bytes.
+        out_.join_elem_size = std::min<uint32_t>(out_.config.max_strlen, kJoinElemMax);
+        std::vector<Type> args{Type::integer(8, false)};
+        for (uint32_t i = 0; i < kJoinMax; ++i) args.push_back(Type::string(out_.join_elem_size));
+        int32_t act = add_action(ActionKind::Join, e.loc, std::move(args));
+        out_.actions[act].format = sep;
+        out_.action_of[id] = act;
+        return Type::none();
+      }
+      case Function::Strftime: {
+        const Expr& f = ast_.expr(e.args[0]);
+        if (f.kind != ExprKind::String) {
+          error(e.loc, fmt::format("strftime() expects a string literal ({} provided)", provided(e.args[0])));
+          return Type::none();
+        }
+        expr(e.args[0]);
+        Type t = expr(e.args[1]);
+        if (!t.is_int()) {
+          error(e.loc, fmt::format("strftime() only supports integer arguments ({} provided)", t.name()));
+          return Type::none();
+        }
+        auto& formats = out_.strftime_formats;
+        auto it = std::find(formats.begin(), formats.end(), f.sval);
+        if (it == formats.end()) it = formats.insert(formats.end(), f.sval);
+        out_.const_of[e.args[0]] = it - formats.begin();
+        return Type::timestamp();
+      }
+      case Function::Cgroupid: {
+        const Expr& a = ast_.expr(e.args[0]);
+        if (a.kind != ExprKind::String) {
+          error(e.loc, fmt::format("cgroupid() expects a string literal ({} provided)", provided(e.args[0])));
+          return Type::none();
+        }
+        expr(e.args[0]);
+        auto cg = cgroup_id_of(a.sval);
+        if (!cg) {
+          error(e.loc, fmt::format("Failed to get `cgroupid` for path: \"{}\": {}", a.sval, cg.error()));
+          return Type::none();
+        }
+        out_.const_of[id] = static_cast<int64_t>(*cg);
+        return Type::integer(8, false);
+      }
+      case Function::Cat: return printf_call(id, ActionKind::Cat);
+      case Function::System:
+        if (!unsafe_allowed(e)) return Type::none();
+        return printf_call(id, ActionKind::System);
+      case Function::Signal: return signal_call(id);
+      case Function::Len: return len_call(id);
       case Function::Count:
       case Function::Sum:
       case Function::Avg:
@@ -1069,11 +1194,147 @@ class Checker {
     std::unreachable();
   }
 
-  Type printf_call(ExprId id) {
+  // bpftrace's word for an argument's kind in "(X provided)".
+  std::string provided(ExprId id) {
+    Type t = expr(id);
+    if (t.is_int()) return "integer";
+    if (t.is_string()) return "string";
+    return t.name();
+  }
+
+  bool unsafe_allowed(const Expr& e) {
+    if (out_.unsafe) return true;
+    error(e.loc, fmt::format("{}() is an unsafe function being used in safe mode", e.name));
+    return false;
+  }
+
+  // pton("1.2.3.4") / pton("::1"): the address bytes, as uint8[4] or
+  // uint8[16], parsed here; lowering writes them as a literal.
+  Type pton_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Expr& a = ast_.expr(e.args[0]);
+    if (a.kind != ExprKind::String) {
+      error(e.loc, fmt::format("pton() expects a string literal ({} provided)", provided(e.args[0])));
+      return Type::none();
+    }
+    expr(e.args[0]);
+    unsigned char bytes[16];
+    uint32_t n = 0;
+    if (inet_pton(AF_INET, a.sval.c_str(), bytes) == 1)
+      n = 4;
+    else if (inet_pton(AF_INET6, a.sval.c_str(), bytes) == 1)
+      n = 16;
+    if (!n) {
+      error(e.loc, fmt::format("pton() expects a valid IPv4/IPv6 address, got {}", a.sval));
+      return Type::none();
+    }
+    return Type::array(Type::integer(1, false), n);
+  }
+
+  // buf(array) or buf(p, len): len bytes from a pointer (kernel or user
+  // memory, as for str()), or from a string or array value.
+  Type buf_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    Type t = expr(e.args[0]);
+    if (e.args.size() == 1) {
+      if (t.kind != TypeKind::Array) {
+        error(e.loc, fmt::format("buf() expects a length argument for non-array type {}",
+                                 t.is_string() ? "string" : t.name()));
+        return Type::none();
+      }
+      return Type::buffer(t.size * t.elems[0].size);
+    }
+    if (!t.is_int() && !t.is_bytes()) {
+      error(e.loc, fmt::format("buf() expects a pointer, a string or an array ({} provided)", t.name()));
+      return Type::none();
+    }
+    Type lt = expr(e.args[1]);
+    if (!lt.is_int()) {
+      error(ast_.expr(e.args[1]).loc, fmt::format("buf(): the length must be an integer ({} provided)", lt.name()));
+      return Type::none();
+    }
+    uint32_t cap = out_.config.max_strlen;
+    if (auto n = constant(e.args[1])) {
+      if (*n < 0) {
+        error(e.loc, fmt::format("buf cannot use negative length ({})", *n));
+        return Type::none();
+      }
+      cap = static_cast<uint32_t>(std::min<int64_t>(*n, cap));
+    }
+    if (t.is_bytes()) cap = std::min(cap, t.size * (t.kind == TypeKind::Array ? t.elems[0].size : 1));
+    return Type::buffer(std::max<uint32_t>(cap, 1));
+  }
+
+  // signal(SIG): bpf_send_signal to the current task. A name ("KILL",
+  // "SIGKILL"), a literal number, or an integer expression.
+  Type signal_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    if (!unsafe_allowed(e)) return Type::none();
+    for (const auto& p : *points_) {
+      if (p.kind == ProbeKind::Begin || p.kind == ProbeKind::End) {
+        error(e.loc, fmt::format("signal can not be used with \"{}\" probes", p.kind == ProbeKind::Begin ? "BEGIN" : "END"));
+        return Type::none();
+      }
+    }
+    const Expr& a = ast_.expr(e.args[0]);
+    if (a.kind == ExprKind::String) {
+      expr(e.args[0]);
+      auto n = signal_number(a.sval);
+      if (!n) {
+        error(e.loc, fmt::format("{} is not a valid signal", a.sval));
+        return Type::none();
+      }
+      out_.const_of[e.args[0]] = *n;
+      return Type::none();
+    }
+    Type t = expr(e.args[0]);
+    if (!t.is_int()) {
+      error(e.loc, fmt::format("signal() only accepts a signal name or number ({} provided)", t.name()));
+      return Type::none();
+    }
+    if (auto n = constant(e.args[0]); n && (*n < 1 || *n > 64)) {
+      error(e.loc, fmt::format("{} is not a valid signal, allowed range: [1,64]", *n));
+      return Type::none();
+    }
+    return Type::none();
+  }
+
+  // len(@map): the map's entry count; len(ustack) / len(kstack): the frames
+  // of the current stack.
+  Type len_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Expr& a = ast_.expr(e.args[0]);
+    if (a.kind == ExprKind::Map && a.args.empty()) {
+      MapInfo* m = whole_map(e.args[0]);
+      if (!m) return Type::none();
+      if (!m->keyed) {
+        error(e.loc, fmt::format("len() expects a map with keys: {} is a scalar map", m->name));
+        return Type::none();
+      }
+      if (!out_.btf->find_func("bpf_map_sum_elem_count")) {
+        error(e.loc, "len(@map) needs the bpf_map_sum_elem_count kfunc (Linux 6.6+), which this kernel's BTF lacks");
+        return Type::none();
+      }
+      return Type::integer(8, true);
+    }
+    Type t = expr(e.args[0]);
+    if (t.kind != TypeKind::Stack) {
+      error(e.loc, fmt::format("len() expects a map or a stack ({} provided)", t.kind == TypeKind::None ? "none" : t.name()));
+      return Type::none();
+    }
+    return Type::integer(8, true);
+  }
+
+  // printf, cat and system: a literal format and its arguments, formatted in
+  // user space.
+  Type printf_call(ExprId id, ActionKind kind = ActionKind::Printf) {
     const Expr& e = ast_.expr(id);
     const Expr& f = ast_.expr(e.args[0]);
     if (f.kind != ExprKind::String) {
-      error(f.loc, "printf: the first argument must be a string literal");
+      if (kind == ActionKind::Printf)
+        error(f.loc, "printf: the first argument must be a string literal");
+      else
+        error(e.loc, fmt::format("{}() expects a string literal ({} provided)", e.name, provided(e.args[0])));
       return Type::none();
     }
     set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
@@ -1085,32 +1346,34 @@ class Checker {
     auto& format = std::get<output::PrintfFormat>(parsed);
     size_t supplied = e.args.size() - 1;
     if (supplied < format.specs.size()) {
-      error(e.loc, fmt::format("printf: Not enough arguments for format string ({} supplied, {} expected)", supplied,
-                               format.specs.size()));
+      error(e.loc, fmt::format("{}: Not enough arguments for format string ({} supplied, {} expected)", e.name,
+                               supplied, format.specs.size()));
       return Type::none();
     }
     if (supplied > format.specs.size()) {
-      error(e.loc, fmt::format("printf: Too many arguments for format string ({} supplied, {} expected)", supplied,
-                               format.specs.size()));
+      error(e.loc, fmt::format("{}: Too many arguments for format string ({} supplied, {} expected)", e.name,
+                               supplied, format.specs.size()));
       return Type::none();
     }
     std::vector<Type> args;
     for (size_t i = 0; i < supplied; ++i) {
       Type t = expr(e.args[i + 1]);
       const auto& spec = format.specs[i];
+      // An argument that failed to type-check was reported already.
+      if (t.kind == TypeKind::None && diags_.has_errors()) return Type::none();
       bool ok = t.kind != TypeKind::None && !t.is_record();
       if (spec.wants == output::PrintfSpec::ArgKind::Integer && !t.is_int()) ok = false;
-      if (spec.wants == output::PrintfSpec::ArgKind::String && !t.is_string()) ok = false;
+      if (spec.wants == output::PrintfSpec::ArgKind::String && !t.is_string() && t.kind != TypeKind::Buffer) ok = false;
       if (!ok) {
         error(ast_.expr(e.args[i + 1]).loc,
-              fmt::format("printf: {} specifier expects a value of type {} ({} supplied)", spec.spec,
+              fmt::format("{}: {} specifier expects a value of type {} ({} supplied)", e.name, spec.spec,
                           spec.wants == output::PrintfSpec::ArgKind::Integer ? "integer" : "string",
                           t.kind == TypeKind::None ? "none" : t.name()));
         return Type::none();
       }
       args.push_back(t);
     }
-    int32_t act = add_action(ActionKind::Printf, e.loc, std::move(args));
+    int32_t act = add_action(kind, e.loc, std::move(args));
     out_.actions[act].format = f.sval;
     out_.actions[act].printf_format = std::move(format);
     out_.action_of[id] = act;
@@ -1129,6 +1392,15 @@ class Checker {
       case Op::Eq:
       case Op::Ne:
         if (l.is_string() && r.is_string()) return Type::boolean();
+        // Byte arrays (pton()) compare with arrays and tracepoint byte
+        // arrays of the same size, byte by byte.
+        if ((l.kind == TypeKind::Array || r.kind == TypeKind::Array) && l.is_bytes() && r.is_bytes()) {
+          if (l.size != r.size) {
+            error(e.loc, fmt::format("Type mismatch for '{}': comparing '{}' with '{}'", op_text(e.op), l.name(), r.name()));
+            return Type::none();
+          }
+          return Type::boolean();
+        }
         [[fallthrough]];
       case Op::Lt:
       case Op::Le:
@@ -1506,6 +1778,10 @@ class Checker {
           error(e.loc, fmt::format("Cannot cast to \"{}\": only pointers to structs are supported", e.name));
           return set(id, Type::none());
         }
+        // A byte array of the integer's size casts in native order
+        // ((uint32)pton("127.0.0.1")).
+        if (t.kind == TypeKind::Array && to->kind == TypeKind::Int && t.size * t.elems[0].size == to->size)
+          return set(id, *to);
         if (!t.is_int()) {
           error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
           return set(id, Type::none());
@@ -1716,6 +1992,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.var_types.clear();
     out.actions.clear();
     lang::Diagnostics scratch;
+    out.strftime_formats.clear();
+    out.unsafe = options.unsafe;
     Checker checker(program, out, final ? diags : scratch, final);
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
       checker.check_probe(i, resolved[i]);
@@ -1732,7 +2010,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   compute_layouts(out);
   for (const auto& a : out.actions) {
     bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue ||
-                  a.kind == ActionKind::Time;
+                  a.kind == ActionKind::Time || a.kind == ActionKind::Join || a.kind == ActionKind::Cat ||
+                  a.kind == ActionKind::System;
     bool hot = std::any_of(resolved[a.probe_index].begin(), resolved[a.probe_index].end(), [](const auto& p) {
       return p.kind != ProbeKind::Begin && p.kind != ProbeKind::End;
     });

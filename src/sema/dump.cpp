@@ -35,6 +35,9 @@ static const char* action_name(ActionKind k) {
     case ActionKind::Clear: return "clear";
     case ActionKind::Zero: return "zero";
     case ActionKind::Time: return "time";
+    case ActionKind::Join: return "join";
+    case ActionKind::Cat: return "cat";
+    case ActionKind::System: return "system";
   }
   std::unreachable();
 }

@@ -89,18 +89,20 @@ enum class Function {
   None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
   Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
+  Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len,
 };
 
 bool is_aggregation(Function f);
 
 // ORDER ActionKind: the runtime's action table has one row per kind.
-enum class ActionKind { Printf, Exit, Print, PrintValue, Clear, Zero, Time };
+enum class ActionKind { Printf, Exit, Print, PrintValue, Clear, Zero, Time, Join, Cat, System };
 
 // An asynchronous action: the BPF program writes a record
 // [u64 action id][arguments] to the ring buffer and user space performs it.
 struct Action {
   ActionKind kind = ActionKind::Printf;
-  std::string format;               // Printf: the format; Time: the strftime format
+  std::string format;               // Printf, Cat, System: the format; Time: the strftime format;
+                                    // Join: the separator
   output::PrintfFormat printf_format;
   std::vector<Type> args;           // argument types, in record order
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
@@ -143,6 +145,9 @@ struct TypedProgram {
   std::vector<ProgramUnit> units;
   Config config;
   std::vector<std::string> positional;  // $1..$N as given
+  std::vector<std::string> strftime_formats;  // by the index a Timestamp value carries
+  uint32_t join_elem_size = 0;  // join(): bytes of each element in the record
+  bool unsafe = false;          // --unsafe was given
   bool has_child = false;               // -c: cpid is defined
   bool uses_kstack = false, uses_ustack = false;  // stack maps are needed
   bool has_end = false;
@@ -160,6 +165,7 @@ struct Options {
   bool has_child = false;  // -c given: cpid is defined
   Config config;
   bool dry_run = false;  // attach points are still resolved
+  bool unsafe = false;   // --unsafe: system() and signal() are allowed
 };
 
 // Returns nullopt when errors were reported to diags.

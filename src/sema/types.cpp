@@ -28,6 +28,10 @@ uint32_t Type::mem_size() const {
     case TypeKind::Inet: return 24;
     case TypeKind::Stack:
     case TypeKind::Symbol: return 16;
+    case TypeKind::Array: return align8(size * elems[0].size);
+    case TypeKind::Buffer: return 8 + align8(size);
+    case TypeKind::MacAddr: return 8;
+    case TypeKind::Timestamp: return 16;
   }
   std::unreachable();
 }
@@ -53,6 +57,10 @@ std::string Type::name() const {
     case TypeKind::Inet: return "inet";
     case TypeKind::Stack: return user ? "ustack" : "kstack";
     case TypeKind::Symbol: return user ? "usym" : "ksym";
+    case TypeKind::Array: return fmt::format("{}[{}]", elems[0].name(), size);
+    case TypeKind::Buffer: return fmt::format("buffer[{}]", size);
+    case TypeKind::MacAddr: return "mac_address";
+    case TypeKind::Timestamp: return "timestamp";
     case TypeKind::Tuple: {
       std::string s = "(";
       for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].name();
@@ -71,7 +79,11 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::String: return a.size == b.size;
     case TypeKind::Tuple: return a.elems == b.elems;
     case TypeKind::Record: return a.btf_id == b.btf_id;
-    case TypeKind::Inet: return true;
+    case TypeKind::Inet:
+    case TypeKind::MacAddr:
+    case TypeKind::Timestamp: return true;
+    case TypeKind::Array: return a.size == b.size && a.elems == b.elems;
+    case TypeKind::Buffer: return a.size == b.size;
     case TypeKind::Stack: return a.user == b.user && a.stack_mode == b.stack_mode;
     case TypeKind::Symbol: return a.user == b.user;
   }
@@ -96,6 +108,11 @@ bool unify(const Type& a, const Type& b, Type& out) {
     out = Type::string(std::max(a.size, b.size));
     return true;
   }
+  if (a.kind == TypeKind::Buffer) {
+    out = Type::buffer(std::max(a.size, b.size));
+    return true;
+  }
+  if (a.kind == TypeKind::Array && !(a == b)) return false;
   if (a.is_tuple()) {
     if (a.elems.size() != b.elems.size()) return false;
     std::vector<Type> elems;

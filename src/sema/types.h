@@ -24,6 +24,10 @@ enum class TypeKind {
   Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
   Stack,   // kstack/ustack (user): u64 stack id, u64 pid; size = frame limit
   Symbol,  // ksym/usym (user): u64 address, u64 pid; printed as the symbol name
+  Array,   // pton(): `size` elements of elems[0] (uint8), packed; printed [1,2,3]
+  Buffer,  // buf(): u64 length, then `size` bytes; printed with \xNN escapes
+  MacAddr, // macaddr(): 6 bytes (8 in memory); printed AA:BB:CC:DD:EE:FF
+  Timestamp,  // strftime(): u64 index into TypedProgram::strftime_formats, u64 boot-clock ns
 };
 
 // How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, or
@@ -91,6 +95,31 @@ struct Type {
     if (pointee.kind != TypeKind::None) t.elems.push_back(std::move(pointee));
     return t;
   }
+  static Type array(Type elem, uint32_t count) {
+    Type t;
+    t.kind = TypeKind::Array;
+    t.size = count;
+    t.elems = {std::move(elem)};
+    return t;
+  }
+  static Type buffer(uint32_t capacity) {
+    Type t;
+    t.kind = TypeKind::Buffer;
+    t.size = capacity;
+    return t;
+  }
+  static Type mac_addr() {
+    Type t;
+    t.kind = TypeKind::MacAddr;
+    t.size = 6;
+    return t;
+  }
+  static Type timestamp() {
+    Type t;
+    t.kind = TypeKind::Timestamp;
+    t.size = 16;
+    return t;
+  }
   static Type inet() {
     Type t;
     t.kind = TypeKind::Inet;
@@ -107,6 +136,9 @@ struct Type {
   // Bytes one element occupies in the kernel or user memory a pointer points
   // into: what `p + 1` advances by (1 for void and unknown targets).
   uint32_t pointee_size() const;
+  // Bytes in memory that a byte-wise comparison or ntop() may read: strings
+  // (tracepoint byte arrays are strings too) and uint8 arrays.
+  bool is_bytes() const { return kind == TypeKind::String || (kind == TypeKind::Array && elems[0].size == 1); }
 
   // Bytes this value occupies in memory (keys, values, events).
   uint32_t mem_size() const;

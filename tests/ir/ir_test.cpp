@@ -196,6 +196,38 @@ TEST(Ir, PrintfWritesRingbufAndCountsLostEvents) {
   EXPECT_LE(l.typed->actions.at(0).record_size, l.module.scratch_size);
 }
 
+TEST(Ir, JoinReadsAtMost16ElementsAndStopsAtNull) {
+  auto l = lower_text("tracepoint:syscalls:sys_enter_execve { join(args.argv); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  // argv is user memory: 16 pointer reads and 16 string reads, unrolled.
+  EXPECT_EQ(count_calls(f, 112), 16) << l.text;  // BPF_FUNC_probe_read_user
+  EXPECT_EQ(count_calls(f, 114), 16) << l.text;  // BPF_FUNC_probe_read_user_str
+  EXPECT_EQ(count_calls(f, kRingbufOutput), 1);
+  EXPECT_EQ(ir::verify(f), "");
+  EXPECT_LE(l.typed->actions.at(0).record_size, l.module.scratch_size);
+}
+
+TEST(Ir, LenOfAMapIsAKfuncCall) {
+  auto l = lower_text("BEGIN { @a[1] = 1; @n = len(@a); }");
+  ASSERT_TRUE(l.typed.has_value());
+  EXPECT_NE(l.text.find("call kfunc "), std::string::npos) << l.text;
+}
+
+TEST(Ir, BufWithARuntimeLengthClampsIt) {
+  auto l = lower_text("tracepoint:syscalls:sys_enter_openat { $n = 7; @b = buf(args.filename, $n); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  // The length is compared with the capacity (1024) before the read.
+  bool clamped = false;
+  for (const auto& b : f.blocks) {
+    const Inst& t = b.insts.back();
+    if (t.op == Opcode::Branch && t.cond == Cond::Gt && t.b == kNoVreg && t.imm == 1024) clamped = true;
+  }
+  EXPECT_TRUE(clamped) << l.text;
+  EXPECT_EQ(count_calls(f, 112), 1) << l.text;  // one bpf_probe_read_user
+}
+
 TEST(Ir, MapFdsAreInRange) {
   for (const auto& text : kPrograms) {
     SCOPED_TRACE(text);

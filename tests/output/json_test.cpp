@@ -82,6 +82,8 @@ TEST(JsonValue, Values) {
       {T({I(1), S("b")}), R"([1,"b"])"},
       {T({I(1), T({I(2), S("x y")}), B(true)}), R"([1,[2,"x y"],true])"},
       {Value{}, "null"},
+      {Value::of_array({U(1), U(2), U(3), U(4)}), "[1,2,3,4]"},
+      {Value::of_buffer("a\nb"), R"("a\\x0ab")"},
       // 0.26 quotes integers a double cannot hold exactly.
       {I(9007199254740992), "9007199254740992"},        // 2^53
       {I(9007199254740993), R"("9007199254740993")"},   // 2^53 + 1

@@ -28,6 +28,9 @@ TEST(Printf, Format) {
       // Integers follow C: no length modifier means int / unsigned int.
       {"%d", {I(5000000000)}, "705032704"},
       {"%i", {I(-5)}, "-5"},
+      // buf() values: %r escapes, %rx all hex, %rh spaced hex, %s like %r.
+      {"%r|%rx|%rh|%s", {Value::of_buffer("a\n"), Value::of_buffer("a\n"), Value::of_buffer("a\n"), Value::of_buffer("a\n")},
+       "a\\x0a|\\x61\\x0a|61 0a|a\\x0a"},
       {"%u", {I(-1)}, "4294967295"},
       {"%hhd", {I(257)}, "1"},
       {"%hhu", {I(-1)}, "255"},

@@ -37,6 +37,10 @@ TEST(ValueText, Table) {
       {"one-field tuple", T({I(1)}), "(1)", "1"},
       {"empty tuple", T({}), "()", ""},
       {"tuple of bool", T({Value::of_bool(true), U(7)}), "(true, 7)", "true, 7"},
+      // pton(): arrays print without spaces.
+      {"uint8 array", Value::of_array({U(127), U(0), U(0), U(1)}), "[127,0,0,1]", "[127,0,0,1]"},
+      // buf(): bytes 32..126 as they are, others \xNN.
+      {"buffer", Value::of_buffer(std::string("ab\n\0\xff~", 6)), "ab\\x0a\\x00\\xff~", "ab\\x0a\\x00\\xff~"},
       // 0.24-0.26 strip the parentheses from any key text wrapped in them.
       {"string key in parens", S("(x)"), "(x)", "x"},
       {"string key with one paren", S("(x"), "(x", "(x"},

@@ -220,6 +220,74 @@ TEST(Sema, Errors) {
   });
 }
 
+TEST(Sema, DataFunctions) {
+  check_ok({
+      {"BEGIN { @a = pton(\"1.2.3.4\"); @b = pton(\"::1\"); }", "@a[]=uint8[4]/plain;@b[]=uint8[16]/plain"},
+      {"BEGIN { @x = (uint32)pton(\"1.2.3.4\"); @e = pton(\"1.2.3.4\") == pton(\"4.3.2.1\"); }",
+       "@x[]=uint64/plain;@e[]=bool/plain"},
+      {"BEGIN { $s = \"abc\"; @b = buf($s, 2); @c = buf(pton(\"::1\")); @d = buf(0, 5000); }",
+       "@b[]=buffer[2]/plain;@c[]=buffer[16]/plain;@d[]=buffer[1024]/plain"},
+      {"tracepoint:syscalls:sys_enter_openat { $n = 7; @b = buf(args.filename, $n); @m[macaddr(args.filename)] = 1; }",
+       "@b[]=buffer[1024]/plain;@m[mac_address]=int64/plain"},
+      {"BEGIN { @t = strftime(\"%H\", nsecs); @u[strftime(\"%Y\", 0)] = 1; }",
+       "@t[]=timestamp/plain;@u[timestamp]=int64/plain"},
+      {"BEGIN { @c = cgroupid(\"/sys/fs/cgroup/unified\"); }", "@c[]=uint64/plain"},
+      {"BEGIN { @a[1] = 1; @n = len(@a); }", "@a[int64]=int64/plain;@n[]=int64/plain"},
+      {"tracepoint:syscalls:sys_enter_execve { join(args.argv); join(args.argv, \",\"); cat(\"/proc/%d/comm\", pid); }", ""},
+  });
+}
+
+TEST(Sema, DataFunctionErrors) {
+  check_err({
+      {"BEGIN { @a = pton(\"1.2.3\"); }", "pton() expects a valid IPv4/IPv6 address, got 1.2.3"},
+      {"BEGIN { $s = \"1.2.3.4\"; @a = pton($s); }", "pton() expects a string literal (string provided)"},
+      {"BEGIN { @x = (uint16)pton(\"1.2.3.4\"); }", "Cannot cast from \"uint8[4]\" to \"uint16\""},
+      {"BEGIN { @e = pton(\"1.2.3.4\") == pton(\"::1\"); }", "Type mismatch for '=='"},
+      {"BEGIN { $s = \"ab\"; @b = buf($s); }", "buf() expects a length argument for non-array type string"},
+      {"BEGIN { $s = \"ab\"; @b = buf($s, -1); }", "buf cannot use negative length (-1)"},
+      {"BEGIN { @b = buf(1, \"x\"); }", "buf(): the length must be an integer"},
+      {"BEGIN { $s = \"ab\"; @m = macaddr($s); }", "macaddr() argument must be 6 bytes in size"},
+      {"BEGIN { @m = macaddr(\"abcdef\"); }", "macaddr() does not support literal string arguments"},
+      {"BEGIN { join(\"a\"); }", "join() only supports int or pointer arguments (string[2] provided)"},
+      {"BEGIN { join(1, 2); }", "join() expects a string literal (integer provided)"},
+      {"BEGIN { @t = strftime(1, 2); }", "strftime() expects a string literal (integer provided)"},
+      {"BEGIN { @t = strftime(\"%H\", \"a\"); }", "strftime() only supports integer arguments (string[2] provided)"},
+      {"BEGIN { @c = cgroupid(\"/no/such/cgroup\"); }", "Failed to get `cgroupid` for path: \"/no/such/cgroup\""},
+      {"BEGIN { cat(1); }", "cat() expects a string literal (integer provided)"},
+      {"BEGIN { cat(\"%d\"); }", "cat: Not enough arguments for format string (0 supplied, 1 expected)"},
+      {"BEGIN { system(\"ls\"); }", "system() is an unsafe function being used in safe mode"},
+      {"tracepoint:syscalls:sys_enter_getppid { signal(9); }", "signal() is an unsafe function being used in safe mode"},
+      {"BEGIN { @s = 1; @n = len(@s); }", "len() expects a map with keys: @s is a scalar map"},
+      {"BEGIN { @n = len(1); }", "len() expects a map or a stack (int64 provided)"},
+      {"BEGIN { @n = len(@nope); }", "Undefined map: @nope"},
+  });
+}
+
+// signal() and system() with --unsafe.
+TEST(Sema, UnsafeFunctions) {
+  auto analyse_unsafe = [](const std::string& text) {
+    Analysed out;
+    lang::Source src("stdin", text);
+    lang::Diagnostics diags;
+    auto parsed = lang::parse(src, diags);
+    if (!parsed) return diags.render(src);
+    out.ast = std::make_unique<lang::Program>(std::move(*parsed));
+    Options options;
+    options.unsafe = true;
+    out.typed = analyse(*out.ast, options, diags);
+    return out.typed ? std::string("ok") : diags.render(src);
+  };
+  EXPECT_EQ(analyse_unsafe("tracepoint:syscalls:sys_enter_getppid { signal(\"KILL\"); signal(\"SIGTERM\"); signal(pid % 3 + 1); }"), "ok");
+  EXPECT_EQ(analyse_unsafe("BEGIN { system(\"echo %d\", 1); }"), "ok");
+  EXPECT_NE(analyse_unsafe("BEGIN { signal(9); }").find("signal can not be used with \"BEGIN\" probes"), std::string::npos);
+  EXPECT_NE(analyse_unsafe("END { signal(9); }").find("signal can not be used with \"END\" probes"), std::string::npos);
+  EXPECT_NE(analyse_unsafe("tracepoint:syscalls:sys_enter_getppid { signal(\"FOO\"); }").find("FOO is not a valid signal"),
+            std::string::npos);
+  EXPECT_NE(analyse_unsafe("tracepoint:syscalls:sys_enter_getppid { signal(65); }")
+                .find("65 is not a valid signal, allowed range: [1,64]"),
+            std::string::npos);
+}
+
 // Block scoping that is valid: sibling blocks may reuse a name; an outer
 // variable is visible inside nested blocks.
 TEST(Sema, BlockScoping) {

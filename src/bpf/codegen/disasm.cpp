@@ -105,7 +105,7 @@ std::string disassemble(const Program& p) {
         if (op == BPF_JA)
           text = fmt::format("goto {:+} <{}>", i.off, k + 1 + i.off);
         else if (op == BPF_CALL)
-          text = fmt::format("call {}", i.imm);
+          text = fmt::format("call {}{}", i.src_reg == BPF_PSEUDO_KFUNC_CALL ? "kfunc " : "", i.imm);
         else if (op == BPF_EXIT)
           text = "exit";
         else if (BPF_SRC(i.code) == BPF_X)

@@ -297,7 +297,9 @@ class Emitter {
       }
       case ir::Opcode::Call: {
         for (size_t k = 0; k < i.args.size(); ++k) load_into(static_cast<uint8_t>(R1 + k), i.args[k]);
-        put(insn(BPF_JMP | BPF_CALL, 0, 0, 0, static_cast<int32_t>(i.imm)));
+        // A kfunc call names the function by BTF id, with src = BPF_PSEUDO_KFUNC_CALL.
+        put(insn(BPF_JMP | BPF_CALL, 0, i.off == BPF_PSEUDO_KFUNC_CALL ? BPF_PSEUDO_KFUNC_CALL : 0, 0,
+                 static_cast<int32_t>(i.imm)));
         write_back(i.dst, R0);
         return "";
       }
