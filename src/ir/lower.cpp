@@ -1060,7 +1060,8 @@ class Lowerer {
         copy_to(rec, 8, expr(e.args[1]), Type::integer(8, false));
         return Val{.reg = rec, .type = t};
       }
-      case sema::Function::Cgroupid: return constant(p_.const_of[id].value_or(0), t);
+      case sema::Function::Cgroupid:
+      case sema::Function::Kaddr: return constant(p_.const_of[id].value_or(0), t);
       case sema::Function::Cat:
       case sema::Function::System: {
         std::vector<Arg> args;

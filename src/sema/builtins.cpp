@@ -71,8 +71,9 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "signal", .id = Function::Signal, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "system", .id = Function::System, .min_args = 1, .max_args = 64},
     FunctionRow{.name = "len", .id = Function::Len, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "kaddr", .id = Function::Kaddr, .min_args = 1, .max_args = 1},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::Len) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::Kaddr) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -139,6 +140,7 @@ bool is_aggregation(Function f) {
     case Function::Join:
     case Function::Strftime:
     case Function::Cgroupid:
+    case Function::Kaddr:
     case Function::Cat:
     case Function::Signal:
     case Function::System:

@@ -13,6 +13,7 @@
 #include <map>
 
 #include "sema/builtins.h"
+#include "symbols/symbols.h"
 #include "sema/cdefs.h"
 #include "sema/probes.h"
 #include "sema/sema.h"
@@ -406,6 +407,9 @@ class Checker {
     Type vt = expr(s.value);
     if (vt.kind == TypeKind::None) {
       if (!diags_.has_errors()) error(value.loc, "expression has no value to assign");
+      // Declared all the same, so later uses do not repeat the error.
+      if (target.kind == ExprKind::Variable && find_var(target.name) < 0)
+        out_.var_of[s.target] = declare_var(target.name, Type::none());
       return;
     }
     if (vt.is_record()) {
@@ -761,6 +765,9 @@ class Checker {
   // What `*p` and `p[i]` read: the pointee of a pointer.
   Type element_of(const Type& p, lang::Loc loc) {
     if (p.kind == TypeKind::None) return Type::none();
+    // An integer used as an address reads an integer of its own size, as
+    // bpftrace does (`*kaddr("sym")`).
+    if (p.kind == TypeKind::Int && !p.is_pointer) return Type::integer(p.size, p.is_signed);
     if (!p.is_pointer) {
       error(loc, fmt::format("Can only dereference pointers, not {}", p.name()));
       return Type::none();
@@ -1174,6 +1181,21 @@ class Checker {
         out_.const_of[id] = static_cast<int64_t>(*cg);
         return Type::integer(8, false);
       }
+      case Function::Kaddr: {
+        const Expr& a = ast_.expr(e.args[0]);
+        if (a.kind != ExprKind::String) {
+          error(e.loc, fmt::format("kaddr() expects a string literal ({} provided)", provided(e.args[0])));
+          return Type::none();
+        }
+        expr(e.args[0]);
+        auto addr = symbols::kernel_symbol_address(a.sval);
+        if (!addr) {
+          error(e.loc, fmt::format("Failed to resolve kernel symbol: {}", a.sval));
+          return Type::none();
+        }
+        out_.const_of[id] = static_cast<int64_t>(*addr);
+        return Type::integer(8, false);
+      }
       case Function::Cat: return printf_call(id, ActionKind::Cat);
       case Function::System:
         if (!unsafe_allowed(e)) return Type::none();
@@ -1385,7 +1407,7 @@ class Checker {
     Type l = expr(e.args[0]);
     Type r = expr(e.args[1]);
     if (l.kind == TypeKind::None || r.kind == TypeKind::None) {
-      error(e.loc, "operand has no value");
+      if (!diags_.has_errors()) error(e.loc, "operand has no value");
       return Type::none();
     }
     switch (e.op) {

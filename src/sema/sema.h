@@ -89,7 +89,7 @@ enum class Function {
   None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
   Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
-  Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len,
+  Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len, Kaddr,
 };
 
 bool is_aggregation(Function f);

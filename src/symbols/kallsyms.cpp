@@ -79,4 +79,21 @@ size_t KernelSymbols::size() const {
   return syms_.size();
 }
 
+std::optional<uint64_t> kernel_symbol_address(std::string_view name, const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    // "ffffffff8226ce00 D avenrun" or "... t name\t[module]"
+    size_t sp1 = line.find(' ');
+    if (sp1 == std::string::npos || sp1 + 3 >= line.size()) continue;
+    size_t start = sp1 + 3;
+    size_t end = line.find_first_of(" \t", start);
+    if (std::string_view(line).substr(start, end == std::string::npos ? std::string::npos : end - start) != name)
+      continue;
+    uint64_t addr = std::strtoull(line.c_str(), nullptr, 16);
+    if (addr != 0) return addr;
+  }
+  return std::nullopt;
+}
+
 }  // namespace bpfscope::symbols

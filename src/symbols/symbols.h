@@ -22,6 +22,10 @@ std::string hex_address(uint64_t addr);
 
 // Text symbols (types t/T) of /proc/kallsyms, loaded on first use. Safe to
 // share between threads.
+// The address of any kernel symbol, text or data ("avenrun"), read from
+// /proc/kallsyms (kaddr()); nullopt when absent or hidden by kptr_restrict.
+std::optional<uint64_t> kernel_symbol_address(std::string_view name, const std::string& path = "/proc/kallsyms");
+
 class KernelSymbols {
  public:
   explicit KernelSymbols(std::string path = "/proc/kallsyms");

@@ -166,7 +166,7 @@ TEST(Sema, ProbeExpansion) {
 TEST(Sema, Errors) {
   check_err({
       {"BEGIN { @x = foo(1); }", "Unknown function: foo"},
-      {"BEGIN { @x = *1; }", "Can only dereference pointers, not int64"},
+      {"BEGIN { @x = *\"ab\"; }", "Can only dereference pointers, not string[3]"},
       {"BEGIN { $p = (void *)0; @x = *$p; }", "Can not dereference a pointer to an unknown type (void *)"},
       {"BEGIN { @x = &pid; }", "& takes the address of a kernel struct member only"},
       {"BEGIN { $i = 1; @x = comm[$i]; }", "a string index must be a constant below 16"},
