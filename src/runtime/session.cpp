@@ -279,6 +279,7 @@ class Session {
       }
       spec.name = prog.name;
       spec.insns = prog.insns;
+      spec.subprograms = prog.subprograms;
       spec.log_level = o_.debug_verifier ? 1 : 0;
       auto loaded = bpf::load_program(spec);
       if (!loaded) return verifier_error(prog, loaded.error());
