@@ -265,9 +265,8 @@ class Lowerer {
     subprograms_.emplace_back();
     lower_callback(s, subprograms_.back(), index, shared);
 
-    VregId done = b_.call(BPF_FUNC_for_each_map_elem,
-                          {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), cs, b_.imm(0)});
-    (void)done;
+    b_.call(BPF_FUNC_for_each_map_elem,
+            {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), cs, b_.imm(0)});
     for (size_t k = 0; k < shared.size(); ++k)
       b_.mov_to(vars_[shared[k]].reg, b_.load(8, cs, kLoopVars + static_cast<int32_t>(8 * k)));
     BlockId ended = b_.new_block(), next = b_.new_block();
