@@ -1,6 +1,9 @@
 // Program load (with the verifier log) and BPF_PROG_TEST_RUN.
+#include <bpf/btf.h>
+
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,6 +18,40 @@ namespace {
 // The verifier log buffer: large enough for level-1 logs of big programs.
 constexpr uint32_t kLogSize = 16u << 20;
 
+// The BTF that names the program's functions: `long main(void *ctx)` at
+// instruction 0 and a static `long cbN(void *map, void *key, void *value,
+// void *ctx)` at each callback, so the verifier checks a callback in the
+// context of its bpf_for_each_map_elem call (a global function would be
+// checked alone, with unknown argument types).
+struct FuncBtf {
+  std::unique_ptr<btf, decltype(&btf__free)> blob{nullptr, &btf__free};
+  std::vector<bpf_func_info> info;
+};
+
+std::expected<FuncBtf, int> func_btf(const ProgramSpec& spec) {
+  FuncBtf f;
+  f.blob.reset(btf__new_empty());
+  btf* b = f.blob.get();
+  if (!b) return std::unexpected(ENOMEM);
+  const int long_id = btf__add_int(b, "long", 8, BTF_INT_SIGNED);
+  const int ptr_id = btf__add_ptr(b, 0);
+  const int main_proto = btf__add_func_proto(b, long_id);
+  btf__add_func_param(b, "ctx", ptr_id);
+  const int main_id = btf__add_func(b, "main", BTF_FUNC_GLOBAL, main_proto);
+  const int cb_proto = btf__add_func_proto(b, long_id);
+  for (const char* arg : {"map", "key", "value", "ctx"}) btf__add_func_param(b, arg, ptr_id);
+  if (long_id < 0 || ptr_id < 0 || main_proto < 0 || main_id < 0 || cb_proto < 0) return std::unexpected(EINVAL);
+  f.info.push_back({.insn_off = 0, .type_id = static_cast<uint32_t>(main_id)});
+  for (size_t k = 0; k < spec.subprograms.size(); ++k) {
+    const std::string name = fmt::format("cb{}", k + 1);
+    const int id = btf__add_func(b, name.c_str(), BTF_FUNC_STATIC, cb_proto);
+    if (id < 0) return std::unexpected(EINVAL);
+    f.info.push_back({.insn_off = spec.subprograms[k], .type_id = static_cast<uint32_t>(id)});
+  }
+  if (int err = btf__load_into_kernel(b); err < 0) return std::unexpected(-err);
+  return f;
+}
+
 struct Attempt {
   int fd = -1;  // or -errno
   std::string log;
@@ -23,6 +60,16 @@ struct Attempt {
 Attempt try_load(const ProgramSpec& spec, const std::string& name, uint32_t log_level) {
   LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = spec.expected_attach_type,
               .attach_btf_id = spec.attach_btf_id);
+  FuncBtf funcs;
+  if (!spec.subprograms.empty()) {
+    auto f = func_btf(spec);
+    if (!f) return Attempt{.fd = -f.error(), .log = "loading the BTF of the program's functions failed"};
+    funcs = std::move(*f);
+    opts.prog_btf_fd = static_cast<uint32_t>(btf__fd(funcs.blob.get()));
+    opts.func_info = funcs.info.data();
+    opts.func_info_cnt = static_cast<uint32_t>(funcs.info.size());
+    opts.func_info_rec_size = sizeof(bpf_func_info);
+  }
   std::unique_ptr<char[]> buf;
   if (log_level > 0) {
     // Not value-initialized: the kernel writes a NUL-terminated string, and

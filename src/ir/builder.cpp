@@ -3,7 +3,7 @@
 namespace bpfscope::ir {
 
 bool Builder::terminated() const {
-  const auto& insts = f_.blocks[cur_].insts;
+  const auto& insts = f_->blocks[cur_].insts;
   if (insts.empty()) return false;
   Opcode op = insts.back().op;
   return op == Opcode::Jump || op == Opcode::Branch || op == Opcode::Ret;
@@ -11,7 +11,7 @@ bool Builder::terminated() const {
 
 Inst& Builder::emit(Inst i) {
   i.loc = loc_;
-  auto& insts = f_.blocks[cur_].insts;
+  auto& insts = f_->blocks[cur_].insts;
   insts.push_back(std::move(i));
   return insts.back();
 }
@@ -90,6 +90,18 @@ VregId Builder::stack_addr(int32_t off) {
   return d;
 }
 
+VregId Builder::param(int index) {
+  VregId d = vreg();
+  emit({.op = Opcode::Param, .dst = d, .imm = index});
+  return d;
+}
+
+VregId Builder::func_addr(uint32_t subprogram) {
+  VregId d = vreg();
+  emit({.op = Opcode::FuncAddr, .dst = d, .imm = subprogram});
+  return d;
+}
+
 VregId Builder::call(int helper, std::vector<VregId> args) {
   VregId d = vreg();
   emit({.op = Opcode::Call, .dst = d, .imm = helper, .args = std::move(args)});
@@ -119,8 +131,8 @@ void Builder::ret(int64_t v) {
 }
 
 int32_t Builder::reserve_stack(uint32_t size) {
-  f_.stack_size += (size + 7) & ~7u;
-  return -static_cast<int32_t>(f_.stack_size);
+  f_->stack_size += (size + 7) & ~7u;
+  return -static_cast<int32_t>(f_->stack_size);
 }
 
 }  // namespace bpfscope::ir

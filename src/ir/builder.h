@@ -8,15 +8,21 @@ namespace bpfscope::ir {
 
 class Builder {
  public:
-  explicit Builder(Function& f) : f_(f) {
-    if (f_.blocks.empty()) f_.blocks.emplace_back();
+  explicit Builder(Function& f) : f_(&f) {
+    if (f_->blocks.empty()) f_->blocks.emplace_back();
   }
 
-  Function& function() { return f_; }
+  Function& function() { return *f_; }
+  // Continues in another function (a callback subprogram) at block b.
+  void switch_to(Function& f, BlockId b) {
+    f_ = &f;
+    if (f_->blocks.empty()) f_->blocks.emplace_back();
+    cur_ = b;
+  }
   BlockId current() const { return cur_; }
   BlockId new_block() {
-    f_.blocks.emplace_back();
-    return static_cast<BlockId>(f_.blocks.size() - 1);
+    f_->blocks.emplace_back();
+    return static_cast<BlockId>(f_->blocks.size() - 1);
   }
   void set_block(BlockId b) { cur_ = b; }
   // True when the current block already ends in a terminator.
@@ -25,7 +31,7 @@ class Builder {
   void set_loc(lang::Loc loc) { loc_ = loc; }
   lang::Loc loc() const { return loc_; }
 
-  VregId vreg() { return f_.vreg_count++; }
+  VregId vreg() { return f_->vreg_count++; }
 
   VregId ctx();
   VregId imm(int64_t v);
@@ -42,6 +48,8 @@ class Builder {
   VregId map_fd(uint32_t map);
   VregId map_value(uint32_t map, int32_t off);
   VregId stack_addr(int32_t off);
+  VregId param(int index);         // R(1 + index) at entry
+  VregId func_addr(uint32_t subprogram);
   VregId call(int helper, std::vector<VregId> args);
   VregId call_kfunc(uint32_t btf_id, std::vector<VregId> args);
 
@@ -56,7 +64,7 @@ class Builder {
  private:
   Inst& emit(Inst i);
 
-  Function& f_;
+  Function* f_;
   BlockId cur_ = 0;
   lang::Loc loc_;
 };

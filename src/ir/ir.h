@@ -33,6 +33,8 @@ enum class Opcode {
   MapFd,      // dst = address of map `imm` (a ld_imm64 with the map's fd, patched at load)
   MapValue,   // dst = address of the value of array map `imm` (1 entry) + off: direct access, no call
   StackAddr,  // dst = fp + off (off negative; a stack object reserved by the function)
+  Param,      // dst = argument register R(1 + imm) at entry; only at the start of block 0 of a subprogram
+  FuncAddr,   // dst = address of subprogram `imm` (a ld_imm64 with BPF_PSEUDO_FUNC), for callback helpers
   Call,       // dst = helper `imm`(args...); clobbers R0-R5. With off = BPF_PSEUDO_KFUNC_CALL,
               // imm is the vmlinux BTF id of a kfunc instead
   // Terminators: the last instruction of each block, and only there.
@@ -71,6 +73,11 @@ struct Function {
   uint32_t vreg_count = 0;
   uint32_t stack_size = 0;    // bytes of stack objects (StackAddr), below the spill area
   std::vector<std::string> vreg_names;  // optional names for -d ir
+  // Callback subprograms (bodies of for-map loops), emitted after this
+  // function's instructions; FuncAddr's imm indexes this list. Only the
+  // program's main function has them (a nested loop's callback is listed
+  // here too), and each one has its own registers and stack frame.
+  std::vector<Function> subprograms;
 };
 
 // Maps beyond the script's own (sema::TypedProgram::maps are ids 0..n-1).

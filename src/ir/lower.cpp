@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "ir/builder.h"
@@ -77,18 +79,7 @@ class Lowerer {
       b_.ret(0);
       b_.set_block(some);
     }
-    key_slot_ = b_.reserve_stack(8);
-    // scratch = lookup(scratch_map, &0); a failed lookup cannot happen for a
-    // per-CPU array, but the verifier needs the check.
-    VregId key = b_.stack_addr(key_slot_);
-    b_.store_imm(4, key, 0, 0);
-    VregId map = b_.map_fd(m_.support.scratch);
-    scratch_ = b_.call(BPF_FUNC_map_lookup_elem, {map, key});
-    BlockId ok = b_.new_block(), fail = b_.new_block();
-    b_.branch_imm(ir::Cond::Eq, scratch_, 0, fail, ok);
-    b_.set_block(fail);
-    b_.ret(0);
-    b_.set_block(ok);
+    enter_scratch(0);
     if (opts_.filter_pid > 0 && unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End) {
       VregId pid = b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32);
       BlockId mine = b_.new_block(), other = b_.new_block();
@@ -107,12 +98,41 @@ class Lowerer {
     }
     block(probe.body);
     b_.ret(0);
+    for (auto& sub : subprograms_) f_.subprograms.push_back(std::move(sub));
   }
 
   uint32_t scratch_used() const { return scratch_high_; }
   uint32_t zero_needed() const { return zero_needed_; }
 
  private:
+  // Reserves the function's key slot and looks up the scratch memory:
+  // scratch = lookup(scratch_map, &0). A failed lookup cannot happen for a
+  // per-CPU array, but the verifier needs the check; it returns `fail_ret`.
+  void enter_scratch(int64_t fail_ret) {
+    key_slot_ = b_.reserve_stack(8);
+    VregId key = b_.stack_addr(key_slot_);
+    b_.store_imm(4, key, 0, 0);
+    VregId map = b_.map_fd(m_.support.scratch);
+    scratch_ = b_.call(BPF_FUNC_map_lookup_elem, {map, key});
+    BlockId ok = b_.new_block(), fail = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, scratch_, 0, fail, ok);
+    b_.set_block(fail);
+    b_.ret(fail_ret);
+    b_.set_block(ok);
+  }
+
+  // Ends the probe (return, exit()): the program returns, or, inside a
+  // for-map callback, the callback marks the probe ended in its context and
+  // stops the iteration; its caller then ends the probe in turn.
+  void end_probe() {
+    if (!callback_) {
+      b_.ret(0);
+      return;
+    }
+    b_.store_imm(8, callback_->ctx, kLoopEnded, 1);
+    b_.jump(callback_->stop);
+  }
+
   // ---- scratch memory ----
   uint32_t alloc(uint32_t size) {
     uint32_t off = scratch_top_;
@@ -166,7 +186,7 @@ class Lowerer {
         return;
       }
       case StmtKind::Block: block(s.body); return;
-      case StmtKind::Return: b_.ret(0); return;
+      case StmtKind::Return: end_probe(); return;
       // Loops are plain back edges: the verifier proves them bounded by
       // simulating the iterations (kernel 5.3+), as bpftrace relies on too.
       case StmtKind::While: {
@@ -188,6 +208,10 @@ class Lowerer {
         return;
       }
       case StmtKind::For: {
+        if (s.range_end == kNone) {
+          for_map(s);
+          return;
+        }
         VregId i = var_reg(p_.for_var_of[s.expr]);
         b_.mov_to(i, materialize_int(expr(s.expr)));
         VregId end = b_.mov(materialize_int(expr(s.range_end)));
@@ -214,6 +238,137 @@ class Lowerer {
         return;
       }
     }
+  }
+
+  // ---- for ($kv : @m) ----
+  // The body becomes a callback subprogram for bpf_for_each_map_elem(map,
+  // callback, ctx, 0), called as callback(map, key, value, ctx) per element;
+  // it returns 0 to continue and 1 to stop (the verifier requires a constant
+  // 0 or 1). The callback has its own registers and stack frame, so the
+  // caller passes its state in a context struct on its stack:
+  //   [program context pointer][probe ended flag][outer integer variables]
+  // The callback loads the variables the body uses on entry and stores them
+  // back on every exit; the caller reloads them after the call. Strings and
+  // tuples live in the per-CPU scratch map at fixed offsets, which the
+  // callback looks up again (same CPU: BPF programs do not migrate).
+  static constexpr int32_t kLoopCtx = 0, kLoopEnded = 8, kLoopVars = 16;
+
+  void for_map(const Stmt& s) {
+    std::vector<int32_t> shared;
+    {
+      std::set<int32_t> used;
+      for (StmtId b : s.body) vars_in_stmt(b, used);
+      for (int32_t v : used) {
+        auto it = vars_.find(v);
+        if (it != vars_.end() && it->second.reg != kNoVreg && p_.var_types[v].is_int()) shared.push_back(v);
+      }
+    }
+    const int32_t ctx_off = b_.reserve_stack(kLoopVars + 8 * static_cast<uint32_t>(shared.size()));
+    VregId cs = b_.stack_addr(ctx_off);
+    b_.store(8, cs, kLoopCtx, ctx_);
+    b_.store_imm(8, cs, kLoopEnded, 0);
+    for (size_t k = 0; k < shared.size(); ++k)
+      b_.store(8, cs, kLoopVars + static_cast<int32_t>(8 * k), vars_[shared[k]].reg);
+
+    const auto index = static_cast<uint32_t>(subprograms_.size());
+    subprograms_.emplace_back();
+    lower_callback(s, subprograms_.back(), index, shared);
+
+    b_.call(BPF_FUNC_for_each_map_elem,
+            {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), cs, b_.imm(0)});
+    for (size_t k = 0; k < shared.size(); ++k)
+      b_.mov_to(vars_[shared[k]].reg, b_.load(8, cs, kLoopVars + static_cast<int32_t>(8 * k)));
+    BlockId ended = b_.new_block(), next = b_.new_block();
+    b_.branch_imm(ir::Cond::Ne, b_.load(8, cs, kLoopEnded), 0, ended, next);
+    b_.set_block(ended);
+    end_probe();
+    b_.set_block(next);
+  }
+
+  void lower_callback(const Stmt& s, Function& cb, uint32_t index, const std::vector<int32_t>& shared) {
+    // The caller's per-function state, restored at the end.
+    Function& caller = b_.function();
+    const BlockId resume = b_.current();
+    const lang::Loc loc = b_.loc();
+    auto saved_vars = vars_;
+    auto saved_loops = std::move(loops_);
+    const VregId saved_ctx = ctx_, saved_scratch = scratch_;
+    const int32_t saved_key_slot = key_slot_;
+    const Callback* saved_callback = callback_;
+
+    cb.name = fmt::format("{}_for{}", f_.name, index + 1);
+    cb.kind = f_.kind;
+    b_.switch_to(cb, 0);
+    b_.param(0);  // the map
+    VregId key = b_.param(1), value = b_.param(2), cs = b_.param(3);
+    ctx_ = b_.load(8, cs, kLoopCtx);
+    enter_scratch(1);
+    // Integer variables get this function's registers; the others keep their
+    // scratch slots.
+    std::unordered_map<int32_t, VarSlot> vars;
+    for (const auto& [v, slot] : vars_)
+      if (slot.has_mem) vars[v] = slot;
+    for (size_t k = 0; k < shared.size(); ++k)
+      vars[shared[k]].reg = b_.load(8, cs, kLoopVars + static_cast<int32_t>(8 * k));
+    vars_ = std::move(vars);
+
+    // $kv = (key, value), in scratch.
+    const int32_t kv = p_.for_var_of[s.expr];
+    const Type& kvt = p_.var_types[kv];
+    auto& slot = vars_[kv];
+    slot.has_mem = true;
+    slot.off = alloc(kvt.mem_size());
+    vars_top_ = std::max(vars_top_, scratch_top_);
+    VregId dst = scratch_ptr(slot.off);
+    copy_bytes(dst, 0, key, kvt.elems[0].mem_size());
+    const auto& m = map_info(s.expr);
+    if (m.agg != output::AggKind::Plain) {
+      // A per-CPU value is this CPU's share only; read it as a probe does,
+      // over all CPUs, with the key copy in scratch (bpftrace 0.21+).
+      Val total = aggregate_read(s.expr, dst);
+      copy_to(dst, kvt.offsets[1], total, kvt.elems[1]);
+    } else if (kvt.elems[1].is_int()) {
+      b_.store(8, dst, static_cast<int32_t>(kvt.offsets[1]), b_.load(8, value, 0));
+    } else {
+      copy_bytes(dst, kvt.offsets[1], value, kvt.elems[1].mem_size());
+    }
+
+    Callback self{.ctx = cs, .stop = b_.new_block()};
+    const BlockId next = b_.new_block();
+    callback_ = &self;
+    loops_ = {{.next = next, .exit = self.stop}};
+    block(s.body);
+    b_.jump(next);
+    // Every exit stores the shared variables back.
+    for (auto [block, ret] : {std::pair{next, 0}, std::pair{self.stop, 1}}) {
+      b_.set_block(block);
+      for (size_t k = 0; k < shared.size(); ++k)
+        b_.store(8, cs, kLoopVars + static_cast<int32_t>(8 * k), vars_[shared[k]].reg);
+      b_.ret(ret);
+    }
+
+    b_.switch_to(caller, resume);
+    b_.set_loc(loc);
+    vars_ = std::move(saved_vars);
+    loops_ = std::move(saved_loops);
+    ctx_ = saved_ctx;
+    scratch_ = saved_scratch;
+    key_slot_ = saved_key_slot;
+    callback_ = saved_callback;
+  }
+
+  // The scratch variables a statement reads or writes (for a loop body).
+  void vars_in_stmt(StmtId id, std::set<int32_t>& out) const {
+    const Stmt& s = ast_.stmt(id);
+    for (ExprId e : {s.expr, s.range_end, s.target, s.value})
+      if (e != kNone) vars_in_expr(e, out);
+    for (StmtId b : s.body) vars_in_stmt(b, out);
+    for (StmtId b : s.else_body) vars_in_stmt(b, out);
+  }
+
+  void vars_in_expr(ExprId id, std::set<int32_t>& out) const {
+    if (p_.var_of[id] >= 0) out.insert(p_.var_of[id]);
+    for (ExprId a : ast_.expr(id).args) vars_in_expr(a, out);
   }
 
   void assign(const Stmt& s) {
@@ -910,7 +1065,7 @@ class Lowerer {
         if (!e.args.empty()) args.push_back({.expr = e.args[0]});
         send(p_.action_of[id], args);
         // exit() ends the probe, as in bpftrace.
-        b_.ret(0);
+        end_probe();
         b_.set_block(b_.new_block());
         return Val{.type = t};
       }
@@ -1778,6 +1933,14 @@ class Lowerer {
     uint32_t off = 0;
   };
   std::unordered_map<int32_t, VarSlot> vars_;
+  // Inside a for-map body: the callback's context pointer and the block
+  // that stops the iteration (return 1).
+  struct Callback {
+    VregId ctx;
+    BlockId stop;
+  };
+  const Callback* callback_ = nullptr;
+  std::deque<Function> subprograms_;  // by index (FuncAddr); a deque keeps references stable
 };
 
 }  // namespace

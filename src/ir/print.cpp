@@ -39,6 +39,8 @@ std::string print_inst(const Inst& i) {
     case Opcode::MapFd: return fmt::format("{} = map {}", v(i.dst), i.imm);
     case Opcode::MapValue: return fmt::format("{} = &map {} value {:+}", v(i.dst), i.imm, i.off);
     case Opcode::StackAddr: return fmt::format("{} = fp {:+}", v(i.dst), i.off);
+    case Opcode::Param: return fmt::format("{} = param {}", v(i.dst), i.imm);
+    case Opcode::FuncAddr: return fmt::format("{} = &subprogram {}", v(i.dst), i.imm);
     case Opcode::Call: {
       std::string args;
       for (size_t k = 0; k < i.args.size(); ++k) args += (k ? ", " : "") + v(i.args[k]);
@@ -59,6 +61,7 @@ std::string print(const Function& f) {
     out += fmt::format("bb{}:\n", b);
     for (const auto& i : f.blocks[b].insts) out += "  " + print_inst(i) + "\n";
   }
+  for (size_t k = 0; k < f.subprograms.size(); ++k) out += fmt::format("subprogram {}: ", k) + print(f.subprograms[k]);
   return out;
 }
 
@@ -82,6 +85,9 @@ std::string verify(const Function& f) {
         if (r != kNoVreg && r >= f.vreg_count) return fmt::format("bb{}: vreg v{} out of range", b, r);
       if (i.op == Opcode::Call && i.args.size() > 5) return fmt::format("bb{}: call with more than 5 arguments", b);
       if (i.op == Opcode::Ctx && (b != 0 || k != 0)) return "ctx must be the first instruction";
+      if (i.op == Opcode::Param && (b != 0 || k > 4 || i.imm < 0 || i.imm > 4 ||
+                                    (k > 0 && insts[k - 1].op != Opcode::Param)))
+        return "params must be the first instructions";
     }
   }
   return "";

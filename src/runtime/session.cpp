@@ -341,6 +341,7 @@ class Session {
       }
       spec.name = prog.name;
       spec.insns = prog.insns;
+      spec.subprograms = prog.subprograms;
       spec.log_level = o_.debug_verifier ? 1 : 0;
       // A tp_btf program is bound to one event at load: one copy per target.
       std::vector<bpf::Fd> fds;

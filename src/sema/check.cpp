@@ -312,7 +312,7 @@ class Checker {
       }
       case StmtKind::For: {
         if (s.range_end == kNone) {
-          error(s.loc, "for over a map is not supported yet; use for ($i : a..b)");
+          for_map(s);
           return;
         }
         Type a = expr(s.expr), b = expr(s.range_end);
@@ -340,6 +340,52 @@ class Checker {
         if (!in_loop()) error(s.loc, "break and continue are only valid in a loop");
         return;
     }
+  }
+
+  // for ($kv : @m): $kv is (key, value), the key a tuple for multi-key maps.
+  // The body becomes a bpf_for_each_map_elem callback (see lower.cpp).
+  void for_map(const Stmt& s) {
+    const Expr& e = ast_.expr(s.expr);
+    if (e.kind != ExprKind::Map || !e.args.empty()) {
+      if (e.kind != ExprKind::Map) expr(s.expr);
+      error(e.loc, "Loop expression must be a map (for ($kv : @m)) or a range (for ($i : a..b))");
+      return;
+    }
+    for (auto& scope : scopes_) {
+      if (scope.count(s.iter_var)) {
+        error(s.loc, fmt::format("Variable shadowing is not allowed: {}", s.iter_var));
+        return;
+      }
+    }
+    MapInfo* m = whole_map(s.expr);
+    if (!m) return;
+    if (!m->keyed) {
+      error(e.loc, fmt::format("Maps used as for-loop expressions must have keys to iterate over: {}", e.name));
+      return;
+    }
+    Type value = m->value.kind == TypeKind::None ? Type::integer(8, true) : m->value;
+    switch (m->agg) {
+      case output::AggKind::Plain: break;
+      // Read as in a probe: the sum (or min, max, average) over the CPUs.
+      case output::AggKind::Count: value = Type::integer(8, false); break;
+      case output::AggKind::Sum:
+      case output::AggKind::Min:
+      case output::AggKind::Max:
+      case output::AggKind::Avg: value = Type::integer(8, m->value.is_signed); break;
+      case output::AggKind::Stats:
+      case output::AggKind::Hist:
+      case output::AggKind::LHist:
+        error(e.loc, fmt::format("Loop expression does not support type: {} ({} has no single value per key)",
+                                 agg_name(m->agg), e.name));
+        return;
+    }
+    set(s.expr, value);
+    scopes_.emplace_back();
+    out_.for_var_of[s.expr] = declare_var(s.iter_var, Type::tuple({m->key, value}));
+    ++loop_depth_;
+    block(s.body);
+    --loop_depth_;
+    scopes_.pop_back();
   }
 
   void let(const Stmt& s) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,7 +61,13 @@ void check_structure(const Program& p, size_t map_count) {
     if (second_half[pc]) continue;
     const bpf_insn& i = p.insns[pc];
     EXPECT_LE(i.dst_reg, 10) << "insn " << pc << "\n" << disassemble(p);
-    EXPECT_LE(i.src_reg, is_ld_imm64(i) ? BPF_PSEUDO_MAP_VALUE : 10) << "insn " << pc;
+    EXPECT_LE(i.src_reg, is_ld_imm64(i) ? BPF_PSEUDO_FUNC : 10) << "insn " << pc;
+    // A subprogram address points at the start of a subprogram.
+    if (is_ld_imm64(i) && i.src_reg == BPF_PSEUDO_FUNC) {
+      const int64_t target = static_cast<int64_t>(pc) + 1 + i.imm;
+      EXPECT_NE(std::find(p.subprograms.begin(), p.subprograms.end(), target), p.subprograms.end())
+          << "insn " << pc << "\n" << disassemble(p);
+    }
     uint8_t cls = BPF_CLASS(i.code);
     if (cls == BPF_JMP || cls == BPF_JMP32) {
       uint8_t op = BPF_OP(i.code);
@@ -111,6 +118,7 @@ std::string load_all(Compiled& c) {
     spec.type = kind == sema::ProbeKind::Tracepoint ? BPF_PROG_TYPE_TRACEPOINT : BPF_PROG_TYPE_RAW_TRACEPOINT;
     spec.name = p.name;
     spec.insns = p.insns;
+    spec.subprograms = p.subprograms;
     auto loaded = bpf::load_program(spec);
     if (!loaded)
       return "load " + p.name + " failed: errno " + std::to_string(loaded.error().err) + "\n" + loaded.error().log +
@@ -160,7 +168,50 @@ const std::vector<std::string> kLoadPrograms = {
     "BEGIN { if (pid > 1 && (tid > 1 || uid == 0) && !(gid == 12345)) { @ok = 1; } @l = pid > 1 || comm == \"x\"; }",
     "tracepoint:syscalls:sys_enter_openat { $f = str(args.filename, 16); @s[$f] = count(); "
     "if ($f == \"/etc/passwd\") { printf(\"%s\\n\", $f); } @y = args.flags & 0x40 ? \"creat\" : \"nocreat\"; }",
+    // Map loops: outer variables, string and tuple keys, per-CPU values,
+    // break/continue/exit, nesting, context reads in a tracepoint.
+    "BEGIN { @m[1] = 2; $n = 0; $s = \"x\"; for ($kv : @m) { $n += $kv.1; $s = \"y\"; if ($kv.0 == 3) { break; } "
+    "else { continue; } } printf(\"%d %s\\n\", $n, $s); }",
+    "BEGIN { @t[1, comm] = count(); for ($kv : @t) { printf(\"%d %s %d\\n\", $kv.0.0, $kv.0.1, $kv.1); exit(); } }",
+    "BEGIN { @a[1] = 1; @b[\"k\"] = \"v\"; $t = 0; for ($x : @a) { for ($y : @b) { $t += $x.1; } "
+    "for ($i : 0..3) { $t++; } } @r = $t; }",
+    "tracepoint:syscalls:sys_enter_openat { @m[1] = 1; for ($kv : @m) { @f[str(args.filename)] = count(); "
+    "@k[args.flags] = count(); } }",
 };
+
+// The body of a map loop is a subprogram after the main program's
+// instructions, and its address is the one the helper call receives.
+TEST(Codegen, ForMapLoopIsASubprogram) {
+  auto c = compile_text("BEGIN { @m[1] = 2; $n = 0; for ($kv : @m) { $n += $kv.1; if ($kv.0 == 1) { break; } } "
+                        "@r = $n; }");
+  ASSERT_EQ(c.programs.size(), 1u);
+  const Program& p = c.programs[0];
+  ASSERT_EQ(p.subprograms.size(), 1u);
+  EXPECT_TRUE(p.func_relocs.empty());
+  const uint32_t start = p.subprograms[0];
+  ASSERT_LT(start, p.insns.size());
+  // The main program ends with an exit right before the subprogram, and no
+  // jump crosses the boundary.
+  EXPECT_EQ(p.insns[start - 1].code, BPF_JMP | BPF_EXIT);
+  for (size_t pc = 0; pc < p.insns.size(); ++pc) {
+    const bpf_insn& i = p.insns[pc];
+    if (BPF_CLASS(i.code) != BPF_JMP || BPF_OP(i.code) == BPF_CALL || BPF_OP(i.code) == BPF_EXIT) continue;
+    const int64_t target = static_cast<int64_t>(pc) + 1 + i.off;
+    EXPECT_EQ(pc < start, target < start) << "insn " << pc << "\n" << disassemble(p);
+  }
+  // The subprogram returns only 0 or 1 (r0 = imm; exit).
+  for (size_t pc = start + 1; pc < p.insns.size(); ++pc)
+    if (p.insns[pc].code == (BPF_JMP | BPF_EXIT)) {
+      const bpf_insn& mov = p.insns[pc - 1];
+      EXPECT_EQ(mov.code, BPF_ALU64 | BPF_MOV | BPF_K);
+      EXPECT_EQ(mov.dst_reg, 0);
+      EXPECT_TRUE(mov.imm == 0 || mov.imm == 1) << disassemble(p);
+    }
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find("subprogram 0:"), std::string::npos) << text;
+  EXPECT_NE(text.find("&func <" + std::to_string(start) + ">"), std::string::npos) << text;
+  EXPECT_EQ(load_all(c), "");
+}
 
 TEST(Codegen, StructureOfEmittedPrograms) {
   for (const auto& text : kLoadPrograms) {

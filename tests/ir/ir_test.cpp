@@ -2,6 +2,7 @@
 // aggregation updates, predicates, ring-buffer records and lost-event counts.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +20,8 @@ namespace {
 constexpr int64_t kMapLookupElem = 1;   // BPF_FUNC_map_lookup_elem
 constexpr int64_t kMapUpdateElem = 2;   // BPF_FUNC_map_update_elem
 constexpr int64_t kRingbufOutput = 130; // BPF_FUNC_ringbuf_output
+constexpr int64_t kForEachMapElem = 164;  // BPF_FUNC_for_each_map_elem
+constexpr int64_t kMapLookupPercpuElem = 195;  // BPF_FUNC_map_lookup_percpu_elem
 
 using test::Lowered;
 using test::lower_text;
@@ -226,6 +229,84 @@ TEST(Ir, BufWithARuntimeLengthClampsIt) {
   }
   EXPECT_TRUE(clamped) << l.text;
   EXPECT_EQ(count_calls(f, 112), 1) << l.text;  // one bpf_probe_read_user
+}
+
+// for ($kv : @m): a bpf_for_each_map_elem call on the map with a
+// subprogram's address and a context on the stack; the subprogram takes its
+// four arguments, returns only 0 or 1, and passes the outer variable it
+// updates back through the context.
+TEST(Ir, ForMapLowersToACallback) {
+  auto l = lower_text("BEGIN { @m[1] = 2; $n = 0; for ($kv : @m) { $n += $kv.1; if ($kv.0 == 3) { break; } } "
+                      "@r = $n; }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  ASSERT_EQ(f.subprograms.size(), 1u) << l.text;
+  const auto& cb = f.subprograms[0];
+  EXPECT_EQ(verify(cb), "") << print(cb);
+  check_lookups_null_checked(cb);
+  // The call: for_each_map_elem(map 0, &subprogram 0, fp-relative ctx, 0).
+  std::map<VregId, Inst> defs;
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts)
+      if (i.dst != kNoVreg) defs[i.dst] = i;
+  int calls = 0;
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts) {
+      if (i.op != Opcode::Call || i.imm != kForEachMapElem) continue;
+      ++calls;
+      ASSERT_EQ(i.args.size(), 4u);
+      EXPECT_EQ(defs[i.args[0]].op, Opcode::MapFd);
+      EXPECT_EQ(defs[i.args[0]].imm, 0);
+      EXPECT_EQ(defs[i.args[1]].op, Opcode::FuncAddr);
+      EXPECT_EQ(defs[i.args[1]].imm, 0);
+      EXPECT_EQ(defs[i.args[2]].op, Opcode::StackAddr);
+      EXPECT_EQ(defs[i.args[3]].op, Opcode::Imm);
+    }
+  EXPECT_EQ(calls, 1) << l.text;
+  // Entry: param 0..3 first.
+  ASSERT_GE(cb.blocks.at(0).insts.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(cb.blocks[0].insts[k].op, Opcode::Param);
+    EXPECT_EQ(cb.blocks[0].insts[k].imm, k);
+  }
+  const VregId ctx = cb.blocks[0].insts[3].dst;
+  std::set<int64_t> rets;
+  int stores_of_n = 0;
+  for (const auto& b : cb.blocks) {
+    if (b.insts.back().op == Opcode::Ret) rets.insert(b.insts.back().imm);
+    for (const auto& i : b.insts)
+      stores_of_n += i.op == Opcode::Store && i.a == ctx && i.off == 16;
+  }
+  EXPECT_EQ(rets, (std::set<int64_t>{0, 1})) << print(cb);
+  // $n is stored back on both exits (continue and break).
+  EXPECT_EQ(stores_of_n, 2) << print(cb);
+  EXPECT_NE(l.text.find("subprogram 0: function BEGIN_for1"), std::string::npos) << l.text;
+}
+
+// A per-CPU aggregation's value is read over all CPUs in the callback, with
+// the key copy in scratch (not the key pointer).
+TEST(Ir, ForMapOverCountReadsEveryCpu) {
+  auto l = lower_text("BEGIN { @c[1] = count(); for ($kv : @c) { @r = $kv.1; } }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  ASSERT_EQ(f.subprograms.size(), 1u);
+  EXPECT_GE(count_calls(f.subprograms[0], kMapLookupPercpuElem), 1) << print(f.subprograms[0]);
+}
+
+// A loop in a loop body: both callbacks are listed on the program's main
+// function, and the inner call happens in the outer callback.
+TEST(Ir, NestedForMapLoops) {
+  auto l = lower_text("BEGIN { @a[1] = 1; $t = 0; for ($x : @a) { for ($y : @a) { $t++; } } @r = $t; }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  ASSERT_EQ(f.subprograms.size(), 2u) << l.text;
+  EXPECT_EQ(count_calls(f, kForEachMapElem), 1);
+  int inner_calls = 0;
+  for (const auto& sub : f.subprograms) {
+    EXPECT_EQ(verify(sub), "");
+    inner_calls += count_calls(sub, kForEachMapElem);
+  }
+  EXPECT_EQ(inner_calls, 1);
 }
 
 TEST(Ir, MapFdsAreInRange) {

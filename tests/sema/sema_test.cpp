@@ -288,6 +288,36 @@ TEST(Sema, UnsafeFunctions) {
             std::string::npos);
 }
 
+// for ($kv : @m): $kv is (key, value); multi-key maps give a tuple key, and
+// per-CPU aggregations read as one integer (summed over the CPUs).
+TEST(Sema, ForMapLoops) {
+  check_ok({
+      {"BEGIN { @m[1] = \"a\"; for ($kv : @m) { @k = $kv.0; @v = $kv.1; } }",
+       "@m[int64]=string[2]/plain;@k[]=int64/plain;@v[]=string[2]/plain", "", {{"@m", "string[2]"}}},
+      {"BEGIN { @t[1, \"ab\"] = 5; for ($kv : @t) { @a = $kv.0.1; @b = $kv; } }",
+       "@t[(int64, string[3])]=int64/plain;@a[]=string[3]/plain;@b[]=((int64, string[3]), int64)/plain"},
+      {"BEGIN { @c[comm] = count(); for ($kv : @c) { @n = $kv.1; } }",
+       "@c[string[16]]=uint64/count;@n[]=uint64/plain"},
+      // The map may be filled by a later probe; outer variables are visible.
+      {"BEGIN { $x = 1; for ($kv : @late) { $x += $kv.1; } @r = $x; } END { @late[2] = 3; }",
+       "@r[]=int64/plain;@late[int64]=int64/plain"},
+      // Nested loops, and break/continue inside.
+      {"BEGIN { @a[1] = 1; for ($x : @a) { for ($y : @a) { if ($y.0 == 1) { continue; } break; } } }",
+       "@a[int64]=int64/plain"},
+  });
+  check_err({
+      {"BEGIN { for ($kv : @nope) { } }", "Undefined map: @nope"},
+      {"BEGIN { @x = 1; for ($kv : @x) { } }", "Maps used as for-loop expressions must have keys to iterate over: @x"},
+      {"BEGIN { @h[1] = hist(2); for ($kv : @h) { } }", "Loop expression does not support type: hist"},
+      {"BEGIN { @s[1] = stats(2); for ($kv : @s) { } }", "Loop expression does not support type: stats"},
+      {"BEGIN { @m[1] = 1; for ($kv : @m[1]) { } }", "Loop expression must be a map"},
+      {"BEGIN { $y = 1; for ($kv : $y) { } }", "Loop expression must be a map"},
+      {"BEGIN { @m[1] = 1; $kv = 2; for ($kv : @m) { } }", "Variable shadowing is not allowed: $kv"},
+      {"BEGIN { @m[1] = 1; for ($kv : @m) { } @z = $kv.0; }", "Undefined or undeclared variable: $kv"},
+      {"BEGIN { @m[1] = 1; for ($kv : @m) { @z = $kv.2; } }", "Invalid tuple index: 2"},
+  });
+}
+
 // Block scoping that is valid: sibling blocks may reuse a name; an outer
 // variable is visible inside nested blocks.
 TEST(Sema, BlockScoping) {

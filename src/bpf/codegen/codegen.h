@@ -24,11 +24,20 @@ struct MapReloc {
   uint32_t map = 0;
 };
 
+// A ld_imm64 with BPF_PSEUDO_FUNC whose imm must become the offset of
+// subprogram `subprogram` (resolved by compile() once all are laid out).
+struct FuncReloc {
+  uint32_t insn = 0;
+  uint32_t subprogram = 0;
+};
+
 struct Program {
   std::string name;
   std::vector<bpf_insn> insns;
   std::vector<MapReloc> relocs;
   std::vector<lang::Loc> locs;  // by instruction: the script location it implements
+  std::vector<uint32_t> subprograms;  // start instruction of each callback subprogram, ascending
+  std::vector<FuncReloc> func_relocs; // emit() output; empty after compile()
 };
 
 struct Liveness {
@@ -54,8 +63,9 @@ Liveness compute_liveness(const ir::Function& f);
 std::expected<Allocation, std::string> allocate_registers(const ir::Function& f, const Liveness& live);
 std::expected<Program, std::string> emit(const ir::Function& f, const Allocation& alloc);
 
-// The whole backend pipeline, in order. `alloc_out`, when given, receives
-// the allocation (for -d regalloc).
+// The whole backend pipeline, in order, for the function and then each of
+// its subprograms, which are appended after it. `regalloc_dump`, when
+// given, receives the allocations (for -d regalloc).
 std::expected<Program, std::string> compile(const ir::Function& f, std::string* regalloc_dump = nullptr);
 
 std::string print(const ir::Function& f, const Allocation& alloc);  // -d regalloc

@@ -55,6 +55,8 @@ const char* size_name(uint8_t size) {
 std::string disassemble(const Program& p) {
   std::string out = fmt::format("program {} ({} instructions)\n", p.name, p.insns.size());
   for (size_t k = 0; k < p.insns.size(); ++k) {
+    for (size_t s = 0; s < p.subprograms.size(); ++s)
+      if (p.subprograms[s] == k) out += fmt::format("subprogram {}:\n", s);
     const bpf_insn& i = p.insns[k];
     uint8_t cls = BPF_CLASS(i.code);
     std::string text;
@@ -92,6 +94,7 @@ std::string disassemble(const Program& p) {
           for (const auto& r : p.relocs)
             if (r.insn == k) what = fmt::format("map[{}]", r.map);
           if (i.src_reg == BPF_PSEUDO_MAP_VALUE) what = fmt::format("&{} value {:+}", what, p.insns[k + 1].imm);
+          if (i.src_reg == BPF_PSEUDO_FUNC) what = fmt::format("&func <{}>", static_cast<int64_t>(k) + 1 + i.imm);
           text = fmt::format("r{} = {} ll", i.dst_reg, what);
           out += fmt::format("{:4}: {}\n", k, text);
           ++k;

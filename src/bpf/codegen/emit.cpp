@@ -135,6 +135,7 @@ class Emitter {
         put(insn(BPF_ALU64 | BPF_MOV | BPF_X, r, R10, 0, 0));
         put(insn(BPF_ALU64 | BPF_ADD | BPF_K, r, 0, 0, def.off));
         return;
+      case ir::Opcode::FuncAddr: func_addr(r, def); return;
       default: std::unreachable();
     }
   }
@@ -173,6 +174,11 @@ class Emitter {
     put(insn(0, 0, 0, 0, static_cast<int32_t>(v >> 32)));
   }
 
+  void func_addr(uint8_t r, const ir::Inst& def) {
+    p_.func_relocs.push_back({static_cast<uint32_t>(p_.insns.size()), static_cast<uint32_t>(def.imm)});
+    ld_imm64(r, 0, BPF_PSEUDO_FUNC);
+  }
+
   void mov_imm(uint8_t r, int64_t v) {
     if (fits_i32(v))
       put(insn(BPF_ALU64 | BPF_MOV | BPF_K, r, 0, 0, static_cast<int32_t>(v)));
@@ -195,6 +201,13 @@ class Emitter {
     if (i.dst != ir::kNoVreg && (a_.remat[i.dst] || a_.dead[i.dst]) && i.op != ir::Opcode::Call) return "";
     switch (i.op) {
       case ir::Opcode::Ctx: write_back(i.dst, R1); return "";
+      case ir::Opcode::Param: write_back(i.dst, static_cast<uint8_t>(R1 + i.imm)); return "";
+      case ir::Opcode::FuncAddr: {
+        uint8_t d = target(i.dst);
+        func_addr(d, i);
+        write_back(i.dst, d);
+        return "";
+      }
       case ir::Opcode::Imm: {
         uint8_t d = target(i.dst);
         mov_imm(d, i.imm);
@@ -354,7 +367,9 @@ std::expected<Program, std::string> emit(const ir::Function& f, const Allocation
   return Emitter(f, alloc).run();
 }
 
-std::expected<Program, std::string> compile(const ir::Function& input, std::string* regalloc_dump) {
+namespace {
+
+std::expected<Program, std::string> compile_function(const ir::Function& input, std::string* regalloc_dump) {
   ir::Function f = layout_blocks(input);
   if (auto err = ir::verify(f); !err.empty()) return std::unexpected("invalid IR: " + err);
   Liveness live = compute_liveness(f);
@@ -362,6 +377,35 @@ std::expected<Program, std::string> compile(const ir::Function& input, std::stri
   if (!alloc) return std::unexpected(alloc.error());
   if (regalloc_dump) *regalloc_dump += print(f, *alloc);
   return emit(f, *alloc);
+}
+
+}  // namespace
+
+std::expected<Program, std::string> compile(const ir::Function& input, std::string* regalloc_dump) {
+  auto main = compile_function(input, regalloc_dump);
+  if (!main) return main;
+  Program& p = *main;
+  // Each subprogram has its own registers and frame; its instructions follow
+  // the main program's, and its map references move with them.
+  for (const auto& sub : input.subprograms) {
+    auto s = compile_function(sub, regalloc_dump);
+    if (!s) return std::unexpected(s.error());
+    const auto base = static_cast<uint32_t>(p.insns.size());
+    p.subprograms.push_back(base);
+    p.insns.insert(p.insns.end(), s->insns.begin(), s->insns.end());
+    p.locs.insert(p.locs.end(), s->locs.begin(), s->locs.end());
+    for (auto r : s->relocs) p.relocs.push_back({r.insn + base, r.map});
+    for (auto r : s->func_relocs) p.func_relocs.push_back({r.insn + base, r.subprogram});
+  }
+  // A BPF_PSEUDO_FUNC load's imm is the callee's offset from the next
+  // instruction, as for a bpf-to-bpf call.
+  for (const auto& r : p.func_relocs) {
+    if (r.subprogram >= p.subprograms.size())
+      return std::unexpected(fmt::format("program {}: reference to a missing subprogram", p.name));
+    p.insns[r.insn].imm = static_cast<int32_t>(p.subprograms[r.subprogram]) - static_cast<int32_t>(r.insn) - 1;
+  }
+  p.func_relocs.clear();
+  return main;
 }
 
 }  // namespace bpfscope::codegen
