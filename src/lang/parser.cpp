@@ -705,17 +705,17 @@ StmtId Parser::parse_for() {
   s.kind = StmtKind::For;
   s.loc.begin = tok_.begin;
   advance();
-  if (expect(Tok::LParen)) {
-    if (!at(Tok::Variable)) {
-      unexpected("variable");
-    } else {
-      s.iter_var = tok_.text;
-      advance();
-      if (expect(Tok::Colon)) {
-        s.expr = parse_expr();
-        if (accept(Tok::DotDot)) s.range_end = parse_expr();
-        if (expect(Tok::RParen)) s.body = parse_block();
-      }
+  // `for ($x : e) {` and `for $x : e {`.
+  bool paren = accept(Tok::LParen);
+  if (!at(Tok::Variable)) {
+    unexpected(paren ? "variable" : "( or a variable");
+  } else {
+    s.iter_var = tok_.text;
+    advance();
+    if (expect(Tok::Colon)) {
+      s.expr = parse_expr();
+      if (accept(Tok::DotDot)) s.range_end = parse_expr();
+      if (!paren || expect(Tok::RParen)) s.body = parse_block();
     }
   }
   s.loc.end = prev_end_;

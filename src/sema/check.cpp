@@ -504,7 +504,7 @@ class Checker {
       }
       if (m->value.kind == TypeKind::None) {
         m->value = vt.is_int() ? Type::integer(8, vt.is_signed || vt.kind == TypeKind::Bool) : vt;
-        if (vt.kind == TypeKind::Bool) m->value = Type::boolean();
+        if (vt.kind == TypeKind::Bool || vt.is_pointer) m->value = vt;  // a pointer keeps what it points to
       } else {
         Type u;
         if (!unify(m->value, vt, u)) {
