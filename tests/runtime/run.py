@@ -20,7 +20,7 @@ import time
 
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 MULTI = {"PROG", "EXPECT", "EXPECT_REGEX", "EXPECT_NONE", "STDERR", "STDERR_REGEX", "SETUP", "CLEANUP", "ENV", "AFTER"}
-SINGLE = {"NAME", "RUN", "ARGS", "TAIL", "TIMEOUT", "EXIT", "SIGNAL", "REQUIRES", "EXPECT_FILE",
+SINGLE = {"NAME", "RUN", "SCRIPT", "ARGS", "TAIL", "TIMEOUT", "EXIT", "SIGNAL", "REQUIRES", "EXPECT_FILE",
           "STDIN", "OUTPUT_FILE", "WAIT", "DIFF_BPFTRACE"}
 
 # DIFF_BPFTRACE normalizations (see README.md). The defaults undo the known
@@ -129,7 +129,12 @@ def case_env(case):
 
 
 def prog_argv(case, binary):
-    return ([binary] + shlex.split(os.path.expandvars(case.get("ARGS", ""))) + ["-e", case["PROG"].replace("{helpers}", os.environ.get("HELPERS", ""))]
+    if "SCRIPT" in case:
+        # A script file under tests/runtime/scripts, run as a user would.
+        program = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", case["SCRIPT"])]
+    else:
+        program = ["-e", case["PROG"].replace("{helpers}", os.environ.get("HELPERS", ""))]
+    return ([binary] + shlex.split(os.path.expandvars(case.get("ARGS", ""))) + program
             + shlex.split(os.path.expandvars(case.get("TAIL", ""))))
 
 
@@ -242,7 +247,7 @@ def diff_bpftrace(case, ours):
 
 def run_case(case, bpfscope, workdir):
     env = case_env(case)
-    if "PROG" in case:
+    if "PROG" in case or "SCRIPT" in case:
         argv = prog_argv(case, bpfscope)
         shell = False
     else:
