@@ -31,6 +31,15 @@ N_PRINTF = 1_000_000
 PROG_BEGIN = "BEGIN { exit(); }"
 PROG_TP = ("tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); } "
            "interval:ms:10 { exit(); }")
+# BTF-heavy: struct sock casts on inet_sock_set_state (vmlinux BTF is loaded
+# and searched at startup by both tools).
+PROG_BTF = ("tracepoint:sock:inet_sock_set_state { $sk = (struct sock *)args->skaddr; "
+            "$tp = (struct tcp_sock *)$sk; "
+            "@[$sk->__sk_common.skc_family, $sk->__sk_common.skc_num, $sk->__sk_common.skc_state] = "
+            "sum($tp->bytes_received + $tp->bytes_acked); } "
+            "interval:ms:10 { exit(); }")
+STARTUP_PROGS = (("BEGIN exit", PROG_BEGIN), ("tp + interval:ms:10", PROG_TP),
+                 ("BTF struct sock casts", PROG_BTF))
 PROG_EMPTY = "tracepoint:syscalls:sys_enter_getppid { }"
 PROG_COUNT = "tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); }"
 PROG_PRINTF = ('tracepoint:syscalls:sys_enter_getppid /comm == "getppid_loop"/ '
@@ -252,7 +261,7 @@ def main():
     log(f"[1/3] startup: {R_STARTUP} interleaved rounds")
     st = {}
     for r in range(R_STARTUP):
-        for pname, prog in (("BEGIN exit", PROG_BEGIN), ("tp + interval:ms:10", PROG_TP)):
+        for pname, prog in STARTUP_PROGS:
             for tool in ("bpfscope", "bpftrace"):
                 st.setdefault((pname, tool), []).append(run_startup(tool, prog))
 
@@ -278,14 +287,14 @@ def main():
     print()
     print(f"1. Startup (whole process, {R_STARTUP} rounds; wall s, peak RSS MiB; "
           "median [min])")
-    print(f"{'program':<22}{'bpfscope wall':>18}{'bpftrace wall':>18}{'ratio':>8}"
+    print(f"{'program':<24}{'bpfscope wall':>18}{'bpftrace wall':>18}{'ratio':>8}"
           f"{'bpfscope RSS':>16}{'bpftrace RSS':>16}{'ratio':>8}")
-    for pname in ("BEGIN exit", "tp + interval:ms:10"):
+    for pname, _ in STARTUP_PROGS:
         a = st[(pname, "bpfscope")]
         b = st[(pname, "bpftrace")]
         aw, bw = [x[0] for x in a], [x[0] for x in b]
         am, bm = [x[1] / 1024 for x in a], [x[1] / 1024 for x in b]
-        print(f"{pname:<22}"
+        print(f"{pname:<24}"
               f"{f'{med(aw):.4f} [{min(aw):.4f}]':>18}"
               f"{f'{med(bw):.4f} [{min(bw):.4f}]':>18}"
               f"{fmt_ratio(med(aw), med(bw)):>8}"
@@ -344,7 +353,7 @@ def main():
     print()
 
     print("Summary (bpfscope / bpftrace, medians)")
-    for pname in ("BEGIN exit", "tp + interval:ms:10"):
+    for pname, _ in STARTUP_PROGS:
         a = st[(pname, "bpfscope")]
         b = st[(pname, "bpftrace")]
         print(f"  startup wall  {pname:<22} {fmt_ratio(med([x[0] for x in a]), med([x[0] for x in b]))}")

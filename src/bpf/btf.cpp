@@ -1,8 +1,13 @@
-// Kernel BTF lookups over libbpf's struct btf (see btf.h).
+// Kernel BTF lookups: the kernel's BTF read in place, libbpf's struct btf
+// for files and for the script's own types (see btf.h).
 #include "bpf/btf.h"  // also libbpf's <bpf/btf.h> (#include_next)
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_map>
 
 namespace bpfscope::bpf {
@@ -18,12 +23,183 @@ std::string_view strip_prefix(std::string_view s, std::string_view prefix, bool&
   return s;
 }
 
+// Read access to one BTF's types and strings. The kernel's BTF is read in
+// place: /sys/kernel/btf/vmlinux is mapped (the kernel maps its own pages,
+// which cost this process no resident memory; kernels before 6.15 cannot map
+// it, and then it is read into one buffer). libbpf's loader would instead
+// hold one or two 5.5 MB heap copies. Files given by path (tests) and BTF
+// with the script's own types on top go through libbpf's struct btf.
+class TypeReader {
+ public:
+  TypeReader() = default;
+  TypeReader(const TypeReader&) = delete;
+  TypeReader& operator=(const TypeReader&) = delete;
+  ~TypeReader() {
+    if (map_) munmap(map_, map_size_);
+  }
+
+  // The kernel's BTF, in place. false (errno set) when it cannot be read.
+  bool open_vmlinux(const char* path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st{};
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+      int err = errno ? errno : EINVAL;
+      close(fd);
+      errno = err;
+      return false;
+    }
+    size_t size = static_cast<size_t>(st.st_size);
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      map_ = p;
+      map_size_ = size;
+    } else {
+      copy_.resize(size);
+      size_t got = 0;
+      while (got < size) {
+        ssize_t n = read(fd, copy_.data() + got, size - got);
+        if (n <= 0) break;
+        got += static_cast<size_t>(n);
+      }
+      copy_.resize(got);
+    }
+    close(fd);
+    const auto* data = map_ ? static_cast<const uint8_t*>(map_) : copy_.data();
+    size_t len = map_ ? map_size_ : copy_.size();
+    if (!index(data, len)) {
+      errno = EINVAL;
+      return false;
+    }
+    return true;
+  }
+
+  void use(struct btf* b) { lib_ = b; }
+  bool ok() const { return lib_ || data_; }
+  // The raw bytes (to build libbpf's object when types are added on top).
+  std::pair<const void*, size_t> bytes() const { return {data_, size_}; }
+
+  uint32_t count() const { return lib_ ? btf__type_cnt(lib_) : static_cast<uint32_t>(offs_.size()); }
+  const btf_type* type(uint32_t id) const {
+    if (lib_) return btf__type_by_id(lib_, id);
+    if (id == 0 || id >= offs_.size()) return nullptr;
+    return reinterpret_cast<const btf_type*>(types_ + offs_[id]);
+  }
+  const char* str(uint32_t off) const {
+    if (lib_) return btf__name_by_offset(lib_, off);
+    return off < str_len_ ? strs_ + off : "";
+  }
+  // The first type of this name and kind, or -ENOENT (a linear scan).
+  int find(std::string_view name, int kind) const {
+    if (lib_) return btf__find_by_name_kind(lib_, std::string(name).c_str(), kind);
+    for (uint32_t id = 1; id < offs_.size(); id++) {
+      const btf_type* t = type(id);
+      if (static_cast<int>(btf_kind(t)) == kind && str(t->name_off) == name) return static_cast<int>(id);
+    }
+    return -ENOENT;
+  }
+  // Bytes of a type, through typedefs, modifiers and arrays; -1 if none.
+  long size_of(uint32_t id) const {
+    if (lib_) return btf__resolve_size(lib_, id);
+    uint64_t mult = 1;
+    for (int depth = 0; depth < kMaxDepth; depth++) {
+      const btf_type* t = type(id);
+      if (!t) return -1;
+      switch (btf_kind(t)) {
+        case BTF_KIND_INT:
+        case BTF_KIND_ENUM:
+        case BTF_KIND_ENUM64:
+        case BTF_KIND_STRUCT:
+        case BTF_KIND_UNION:
+        case BTF_KIND_FLOAT:
+        case BTF_KIND_DATASEC: return static_cast<long>(mult * t->size);
+        case BTF_KIND_PTR: return static_cast<long>(mult * 8);
+        case BTF_KIND_ARRAY:
+          mult *= btf_array(t)->nelems;
+          id = btf_array(t)->type;
+          break;
+        case BTF_KIND_TYPEDEF:
+        case BTF_KIND_VOLATILE:
+        case BTF_KIND_CONST:
+        case BTF_KIND_RESTRICT:
+        case BTF_KIND_TYPE_TAG:
+        case BTF_KIND_VAR:
+        case BTF_KIND_DECL_TAG: id = t->type; break;
+        default: return -1;
+      }
+    }
+    return -1;
+  }
+
+ private:
+  // Checks the header and records where each type starts.
+  bool index(const uint8_t* data, size_t size) {
+    if (size < sizeof(btf_header)) return false;
+    btf_header h;
+    std::memcpy(&h, data, sizeof h);
+    if (h.magic != BTF_MAGIC || h.hdr_len < sizeof h || h.hdr_len > size) return false;
+    uint64_t types_end = uint64_t{h.hdr_len} + h.type_off + h.type_len;
+    uint64_t strs_end = uint64_t{h.hdr_len} + h.str_off + h.str_len;
+    if (types_end > size || strs_end > size || h.str_len == 0) return false;
+    types_ = data + h.hdr_len + h.type_off;
+    strs_ = reinterpret_cast<const char*>(data + h.hdr_len + h.str_off);
+    str_len_ = h.str_len;
+    if (strs_[str_len_ - 1] != '\0') return false;
+    offs_.assign(1, 0);  // id 0: void
+    uint32_t off = 0;
+    while (off + sizeof(btf_type) <= h.type_len) {
+      const auto* t = reinterpret_cast<const btf_type*>(types_ + off);
+      uint32_t vlen = btf_vlen(t), extra = 0;
+      switch (btf_kind(t)) {
+        case BTF_KIND_INT:
+        case BTF_KIND_VAR:
+        case BTF_KIND_DECL_TAG: extra = 4; break;
+        case BTF_KIND_ARRAY: extra = sizeof(struct btf_array); break;
+        case BTF_KIND_STRUCT:
+        case BTF_KIND_UNION: extra = vlen * sizeof(struct btf_member); break;
+        case BTF_KIND_ENUM: extra = vlen * sizeof(struct btf_enum); break;
+        case BTF_KIND_ENUM64: extra = vlen * sizeof(struct btf_enum64); break;
+        case BTF_KIND_FUNC_PROTO: extra = vlen * sizeof(struct btf_param); break;
+        case BTF_KIND_DATASEC: extra = vlen * sizeof(struct btf_var_secinfo); break;
+        case BTF_KIND_PTR:
+        case BTF_KIND_FWD:
+        case BTF_KIND_TYPEDEF:
+        case BTF_KIND_VOLATILE:
+        case BTF_KIND_CONST:
+        case BTF_KIND_RESTRICT:
+        case BTF_KIND_FUNC:
+        case BTF_KIND_FLOAT:
+        case BTF_KIND_TYPE_TAG: break;
+        default: return false;  // a kind this reader does not know
+      }
+      offs_.push_back(off);
+      off += sizeof(btf_type) + extra;
+    }
+    if (off != h.type_len) return false;
+    data_ = data;
+    size_ = size;
+    return true;
+  }
+
+  struct btf* lib_ = nullptr;  // not owned
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  std::vector<uint8_t> copy_;  // when the file cannot be mapped
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  const uint8_t* types_ = nullptr;
+  const char* strs_ = nullptr;
+  uint32_t str_len_ = 0;
+  std::vector<uint32_t> offs_;  // type section offset by id
+};
+
 }  // namespace
 
 struct Btf::State {
   bool tried = false;
-  struct btf* btf = nullptr;   // the kernel's, or the split BTF on top of it once types are added
-  struct btf* base = nullptr;  // the kernel's, once split
+  TypeReader t;                // every lookup reads through this
+  struct btf* btf = nullptr;   // libbpf's: a file given by path, or the split BTF once types are added
+  struct btf* base = nullptr;  // the kernel's as libbpf's object, once split
   uint32_t local_start = UINT32_MAX;  // first script-defined id
   Error error;
   // Name indexes, each built on the first lookup that needs it, in one pass
@@ -48,15 +224,15 @@ struct Btf::State {
     else m.emplace(key, value);
   }
 
-  std::string_view name(const btf_type* t) const { return btf__name_by_offset(btf, t->name_off); }
+  std::string_view name(const btf_type* ty) const { return t.str(ty->name_off); }
 
   void build_index(unsigned which) {
     which &= ~indexed;
     if (!which) return;
     indexed |= which;
-    uint32_t n = btf__type_cnt(btf);
+    uint32_t n = this->t.count();
     for (uint32_t id = 1; id < n; id++) {
-      const btf_type* t = btf__type_by_id(btf, id);
+      const btf_type* t = this->t.type(id);
       switch (btf_kind(t)) {
         case BTF_KIND_STRUCT:
           if ((which & kComposite) && t->name_off) put(structs, name(t), id, id);
@@ -76,7 +252,7 @@ struct Btf::State {
           if (t->name_off) put(enums, name(t), id, id);
           const struct btf_enum* e = btf_enum(t);
           for (uint32_t i = 0; i < btf_vlen(t); i++)
-            put(enumerators, btf__name_by_offset(btf, e[i].name_off), id, std::pair{id, i});
+            put(enumerators, this->t.str(e[i].name_off), id, std::pair{id, i});
           break;
         }
         case BTF_KIND_ENUM64: {
@@ -84,7 +260,7 @@ struct Btf::State {
           if (t->name_off) put(enums, name(t), id, id);
           const struct btf_enum64* e = btf_enum64(t);
           for (uint32_t i = 0; i < btf_vlen(t); i++)
-            put(enumerators, btf__name_by_offset(btf, e[i].name_off), id, std::pair{id, i});
+            put(enumerators, this->t.str(e[i].name_off), id, std::pair{id, i});
           break;
         }
         default:
@@ -94,8 +270,7 @@ struct Btf::State {
   }
 
   std::optional<uint32_t> find_func(std::string_view nm) const {
-    std::string key(nm);
-    int id = btf__find_by_name_kind(btf, key.c_str(), BTF_KIND_FUNC);
+    int id = t.find(nm, BTF_KIND_FUNC);
     if (id <= 0) return std::nullopt;
     return static_cast<uint32_t>(id);
   }
@@ -120,10 +295,16 @@ Btf::State& Btf::state() const {
   if (!s.tried) {
     s.tried = true;
     errno = 0;
-    s.btf = path_.empty() ? btf__load_vmlinux_btf() : btf__parse(path_.c_str(), nullptr);
-    if (!s.btf) {
+    bool ok = false;
+    if (path_.empty()) {
+      ok = s.t.open_vmlinux("/sys/kernel/btf/vmlinux");
+    } else if ((s.btf = btf__parse(path_.c_str(), nullptr))) {
+      s.t.use(s.btf);
+      ok = true;
+    }
+    if (!ok) {
       int err = errno ? errno : ENOENT;
-      std::string what = path_.empty() ? "btf__load_vmlinux_btf (/sys/kernel/btf/vmlinux)"
+      std::string what = path_.empty() ? "/sys/kernel/btf/vmlinux"
                                        : "btf__parse(" + path_ + ")";
       s.error = Error{err, what + ": " + std::strerror(err)};
     }
@@ -133,24 +314,22 @@ Btf::State& Btf::state() const {
 
 Result<void> Btf::load() const {
   State& s = state();
-  if (!s.btf) return std::unexpected(s.error);
+  if (!s.t.ok()) return std::unexpected(s.error);
   return {};
 }
 
-bool Btf::loaded() const { return st_ && st_->btf; }
-
-const struct btf* Btf::raw() const { return state().btf; }
+bool Btf::loaded() const { return st_ && st_->t.ok(); }
 
 uint32_t Btf::type_count() const {
   State& s = state();
-  return s.btf ? btf__type_cnt(s.btf) : 0;
+  return s.t.ok() ? s.t.count() : 0;
 }
 
 uint32_t Btf::resolve(uint32_t id) const {
   State& s = state();
-  if (!s.btf) return id;
+  if (!s.t.ok()) return id;
   for (int depth = 0; id != 0 && depth < kMaxDepth; depth++) {
-    const btf_type* t = btf__type_by_id(s.btf, id);
+    const btf_type* t = s.t.type(id);
     if (!t) return id;
     if (!(btf_is_mod(t) || btf_is_typedef(t))) return id;  // btf_is_mod: volatile/const/restrict/type_tag
     id = t->type;
@@ -160,12 +339,12 @@ uint32_t Btf::resolve(uint32_t id) const {
 
 std::optional<BtfType> Btf::type(uint32_t id) const {
   State& s = state();
-  if (!s.btf || id >= btf__type_cnt(s.btf)) return std::nullopt;
+  if (!s.t.ok() || id >= s.t.count()) return std::nullopt;
   id = resolve(id);
   BtfType r;
   r.id = id;
   if (id == 0) return r;  // void
-  const btf_type* t = btf__type_by_id(s.btf, id);
+  const btf_type* t = s.t.type(id);
   r.name = s.name(t);
   switch (btf_kind(t)) {
     case BTF_KIND_INT: {
@@ -189,7 +368,7 @@ std::optional<BtfType> Btf::type(uint32_t id) const {
       const struct btf_array* a = btf_array(t);
       r.target = a->type;
       r.count = a->nelems;
-      long sz = btf__resolve_size(s.btf, id);
+      long sz = s.t.size_of(id);
       r.size = sz > 0 ? static_cast<uint32_t>(sz) : 0;
       break;
     }
@@ -227,21 +406,21 @@ std::optional<BtfType> Btf::type(uint32_t id) const {
 
 std::optional<uint32_t> Btf::size_of(uint32_t id) const {
   State& s = state();
-  if (!s.btf || id == 0 || id >= btf__type_cnt(s.btf)) return std::nullopt;
+  if (!s.t.ok() || id == 0 || id >= s.t.count()) return std::nullopt;
   uint32_t r = resolve(id);
   if (r == 0) return std::nullopt;
-  const btf_type* t = btf__type_by_id(s.btf, r);
+  const btf_type* t = s.t.type(r);
   if (btf_is_func(t) || btf_is_func_proto(t) || btf_is_fwd(t)) return std::nullopt;
-  long sz = btf__resolve_size(s.btf, r);
+  long sz = s.t.size_of(r);
   if (sz < 0) return std::nullopt;
   return static_cast<uint32_t>(sz);
 }
 
 namespace {
 
-std::string name_rec(const struct btf* b, uint32_t id, int depth);
+std::string name_rec(const TypeReader& b, uint32_t id, int depth);
 
-std::string proto_text(const struct btf* b, const btf_type* t, std::string_view inner, int depth) {
+std::string proto_text(const TypeReader& b, const btf_type* t, std::string_view inner, int depth) {
   std::string s = name_rec(b, t->type, depth + 1);
   s += ' ';
   s += inner;
@@ -262,12 +441,12 @@ std::string append_ptr(std::string base, std::string_view what) {
   return base;
 }
 
-std::string name_rec(const struct btf* b, uint32_t id, int depth) {
+std::string name_rec(const TypeReader& b, uint32_t id, int depth) {
   if (id == 0) return "void";
   if (depth > kMaxDepth) return "?";
-  const btf_type* t = btf__type_by_id(b, id);
+  const btf_type* t = b.type(id);
   if (!t) return "?";
-  std::string nm = btf__name_by_offset(b, t->name_off);
+  std::string nm = b.str(t->name_off);
   switch (btf_kind(t)) {
     case BTF_KIND_INT:
     case BTF_KIND_FLOAT:
@@ -284,7 +463,7 @@ std::string name_rec(const struct btf* b, uint32_t id, int depth) {
     case BTF_KIND_FWD:
       return (btf_kflag(t) ? "union " : "struct ") + nm;
     case BTF_KIND_PTR: {
-      const btf_type* pt = btf__type_by_id(b, t->type);
+      const btf_type* pt = b.type(t->type);
       if (pt && btf_is_func_proto(pt)) return proto_text(b, pt, "(*)", depth);
       return append_ptr(name_rec(b, t->type, depth + 1), "*");
     }
@@ -301,7 +480,7 @@ std::string name_rec(const struct btf* b, uint32_t id, int depth) {
     case BTF_KIND_VOLATILE: {
       const char* q = btf_is_const(t) ? "const" : "volatile";
       std::string inner = name_rec(b, t->type, depth + 1);
-      const btf_type* tt = t->type ? btf__type_by_id(b, t->type) : nullptr;
+      const btf_type* tt = t->type ? b.type(t->type) : nullptr;
       if (tt && btf_is_ptr(tt)) return inner + " " + q;  // char *const
       return std::string(q) + " " + inner;
     }
@@ -319,29 +498,38 @@ std::string name_rec(const struct btf* b, uint32_t id, int depth) {
 
 std::string Btf::type_name(uint32_t id) const {
   State& s = state();
-  if (!s.btf) return id == 0 ? "void" : "?";
-  if (id >= btf__type_cnt(s.btf)) return "?";
-  return name_rec(s.btf, id, 0);
+  if (!s.t.ok()) return id == 0 ? "void" : "?";
+  if (id >= s.t.count()) return "?";
+  return name_rec(s.t, id, 0);
 }
 
 uint32_t Btf::next_id() const {
   State& s = state();
-  return s.btf ? btf__type_cnt(s.btf) : 1;
+  return s.t.ok() ? s.t.count() : 1;
 }
 
 Result<void> Btf::add_types(const std::vector<BtfNewType>& types) {
   State& s = state();
   if (s.local_start == UINT32_MAX) {
+    // libbpf builds split BTF on its own object of the kernel's types: made
+    // now, from the bytes already read (only scripts with C definitions pay
+    // for this copy).
+    if (!s.btf && s.t.ok()) {
+      auto [data, size] = s.t.bytes();
+      s.btf = btf__new(data, static_cast<uint32_t>(size));
+      if (!s.btf) return std::unexpected(Error{errno, std::string("btf__new: ") + std::strerror(errno)});
+    }
     struct btf* split = btf__new_empty_split(s.btf);  // standalone when s.btf is null
     if (!split) return std::unexpected(Error{errno, std::string("btf__new_empty_split: ") + std::strerror(errno)});
     s.base = s.btf;
     s.btf = split;
+    s.t.use(split);
     s.local_start = btf__type_cnt(split);
   }
   // Arrays need an index type; BTF convention is "int", and nothing here reads it.
   int index_type = btf__find_by_name_kind(s.btf, "int", BTF_KIND_INT);
   if (index_type < 0) index_type = 0;
-  const uint32_t first = btf__type_cnt(s.btf);
+  const uint32_t first = s.t.count();
   for (size_t i = 0; i < types.size(); i++) {
     const BtfNewType& t = types[i];
     const char* name = t.name.c_str();
@@ -389,7 +577,7 @@ Result<void> Btf::add_types(const std::vector<BtfNewType>& types) {
 
 std::optional<uint32_t> Btf::find_struct(std::string_view name) const {
   State& s = state();
-  if (!s.btf) return std::nullopt;
+  if (!s.t.ok()) return std::nullopt;
   s.build_index(State::kComposite);
   bool is_struct = false, is_union = false;
   name = strip_prefix(name, "struct ", is_struct);
@@ -402,7 +590,7 @@ std::optional<uint32_t> Btf::find_struct(std::string_view name) const {
 
 std::optional<uint32_t> Btf::find_type(std::string_view name) const {
   State& s = state();
-  if (!s.btf) return std::nullopt;
+  if (!s.t.ok()) return std::nullopt;
   bool had = false;
   if (name.starts_with("struct ") || name.starts_with("union ")) return find_struct(name);
   std::string_view rest = strip_prefix(name, "enum ", had);
@@ -423,20 +611,20 @@ namespace {
 // Walks the members of `id` (resolved struct/union) into anonymous nested
 // ones. `visit` returns true to stop.
 template <typename F>
-bool walk_members(const struct btf* b, uint32_t id, uint32_t base, int depth, F&& visit) {
+bool walk_members(const TypeReader& b, uint32_t id, uint32_t base, int depth, F&& visit) {
   if (depth > kMaxDepth) return false;
-  const btf_type* t = btf__type_by_id(b, id);
+  const btf_type* t = b.type(id);
   if (!t || !btf_is_composite(t)) return false;
   const btf_member* m = btf_members(t);
   for (uint32_t i = 0; i < btf_vlen(t); i++) {
     uint32_t off = base + btf_member_bit_offset(t, i);
     uint32_t bits = btf_member_bitfield_size(t, i);
-    std::string_view nm = btf__name_by_offset(b, m[i].name_off);
+    std::string_view nm = b.str(m[i].name_off);
     if (nm.empty()) {
       // Anonymous: a nested struct/union (possibly behind const/typedef) is flattened.
       uint32_t r = m[i].type;
       for (int d = 0; r && d < kMaxDepth; d++) {
-        const btf_type* rt = btf__type_by_id(b, r);
+        const btf_type* rt = b.type(r);
         if (!rt || !(btf_is_mod(rt) || btf_is_typedef(rt))) break;
         r = rt->type;
       }
@@ -446,7 +634,7 @@ bool walk_members(const struct btf* b, uint32_t id, uint32_t base, int depth, F&
     if (bits == 0) {
       // Old-style bitfield (no kflag): the int type carries offset and width.
       uint32_t r = m[i].type;
-      const btf_type* rt = btf__type_by_id(b, r);
+      const btf_type* rt = b.type(r);
       if (rt && btf_is_int(rt) && btf_int_bits(rt) != rt->size * 8) {
         off += btf_int_offset(rt);
         bits = btf_int_bits(rt);
@@ -461,9 +649,9 @@ bool walk_members(const struct btf* b, uint32_t id, uint32_t base, int depth, F&
 
 std::optional<BtfMember> Btf::find_member(uint32_t struct_id, std::string_view name) const {
   State& s = state();
-  if (!s.btf || struct_id == 0 || struct_id >= btf__type_cnt(s.btf) || name.empty()) return std::nullopt;
+  if (!s.t.ok() || struct_id == 0 || struct_id >= s.t.count() || name.empty()) return std::nullopt;
   std::optional<BtfMember> found;
-  walk_members(s.btf, resolve(struct_id), 0, 0, [&](BtfMember&& m) {
+  walk_members(s.t, resolve(struct_id), 0, 0, [&](BtfMember&& m) {
     if (m.name != name) return false;
     found = std::move(m);
     return true;
@@ -474,8 +662,8 @@ std::optional<BtfMember> Btf::find_member(uint32_t struct_id, std::string_view n
 std::vector<BtfMember> Btf::members(uint32_t struct_id) const {
   State& s = state();
   std::vector<BtfMember> out;
-  if (!s.btf || struct_id == 0 || struct_id >= btf__type_cnt(s.btf)) return out;
-  walk_members(s.btf, resolve(struct_id), 0, 0, [&](BtfMember&& m) {
+  if (!s.t.ok() || struct_id == 0 || struct_id >= s.t.count()) return out;
+  walk_members(s.t, resolve(struct_id), 0, 0, [&](BtfMember&& m) {
     out.push_back(std::move(m));
     return false;
   });
@@ -484,11 +672,11 @@ std::vector<BtfMember> Btf::members(uint32_t struct_id) const {
 
 std::optional<int64_t> Btf::enum_value(std::string_view name) const {
   State& s = state();
-  if (!s.btf) return std::nullopt;
+  if (!s.t.ok()) return std::nullopt;
   s.build_index(State::kEnums);
   auto it = s.enumerators.find(name);
   if (it == s.enumerators.end()) return std::nullopt;
-  const btf_type* t = btf__type_by_id(s.btf, it->second.first);
+  const btf_type* t = s.t.type(it->second.first);
   uint32_t i = it->second.second;
   if (btf_is_enum64(t)) return static_cast<int64_t>(btf_enum64_value(btf_enum64(t) + i));
   int32_t v = btf_enum(t)[i].val;
@@ -499,7 +687,7 @@ std::optional<int64_t> Btf::enum_value(std::string_view name) const {
 
 std::optional<uint32_t> Btf::enum_of(std::string_view name) const {
   State& s = state();
-  if (!s.btf) return std::nullopt;
+  if (!s.t.ok()) return std::nullopt;
   s.build_index(State::kEnums);
   auto it = s.enumerators.find(name);
   if (it == s.enumerators.end()) return std::nullopt;
@@ -508,19 +696,19 @@ std::optional<uint32_t> Btf::enum_of(std::string_view name) const {
 
 std::optional<uint32_t> Btf::find_func(std::string_view name) const {
   State& s = state();
-  if (!s.btf) return std::nullopt;
+  if (!s.t.ok()) return std::nullopt;
   if (name.empty()) return std::nullopt;
   return s.find_func(name);
 }
 
 namespace {
 
-std::vector<BtfParam> params_of(const struct btf* b, const btf_type* proto, uint32_t skip) {
+std::vector<BtfParam> params_of(const TypeReader& b, const btf_type* proto, uint32_t skip) {
   std::vector<BtfParam> out;
   const btf_param* p = btf_params(proto);
   for (uint32_t i = skip; i < btf_vlen(proto); i++) {
     if (p[i].type == 0) break;  // varargs
-    std::string nm = btf__name_by_offset(b, p[i].name_off);
+    std::string nm = b.str(p[i].name_off);
     if (nm.empty()) nm = "arg" + std::to_string(i - skip);
     out.push_back(BtfParam{std::move(nm), p[i].type});
   }
@@ -531,17 +719,17 @@ std::vector<BtfParam> params_of(const struct btf* b, const btf_type* proto, uint
 
 std::optional<std::vector<BtfParam>> Btf::func_params(uint32_t func_id) const {
   State& s = state();
-  if (!s.btf || func_id == 0 || func_id >= btf__type_cnt(s.btf)) return std::nullopt;
-  const btf_type* f = btf__type_by_id(s.btf, func_id);
+  if (!s.t.ok() || func_id == 0 || func_id >= s.t.count()) return std::nullopt;
+  const btf_type* f = s.t.type(func_id);
   if (!btf_is_func(f)) return std::nullopt;
-  const btf_type* proto = btf__type_by_id(s.btf, f->type);
+  const btf_type* proto = s.t.type(f->type);
   if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
-  return params_of(s.btf, proto, 0);
+  return params_of(s.t, proto, 0);
 }
 
 std::optional<uint32_t> Btf::tracepoint_btf_id(std::string_view event) const {
   State& s = state();
-  if (!s.btf) return std::nullopt;
+  if (!s.t.ok()) return std::nullopt;
   s.build_index(State::kNamed);
   if (auto colon = event.rfind(':'); colon != std::string_view::npos) event.remove_prefix(colon + 1);
   if (event.empty()) return std::nullopt;
@@ -554,18 +742,18 @@ std::optional<std::vector<BtfParam>> Btf::tracepoint_args(std::string_view event
   if (!td) return std::nullopt;
   State& s = state();
   // typedef btf_trace_<event> -> pointer -> func proto (void *, args...).
-  const btf_type* t = btf__type_by_id(s.btf, *td);
-  const btf_type* ptr = btf__type_by_id(s.btf, t->type);
+  const btf_type* t = s.t.type(*td);
+  const btf_type* ptr = s.t.type(t->type);
   if (!ptr || !btf_is_ptr(ptr)) return std::nullopt;
-  const btf_type* proto = btf__type_by_id(s.btf, ptr->type);
+  const btf_type* proto = s.t.type(ptr->type);
   if (!proto || !btf_is_func_proto(proto) || btf_vlen(proto) < 1) return std::nullopt;
-  std::vector<BtfParam> args = params_of(s.btf, proto, 1);
+  std::vector<BtfParam> args = params_of(s.t, proto, 1);
 
   // Names: the typedef's prototype has none; __bpf_trace_<event>(void *__data, args...)
   // has them. Take them only when the types line up.
   if (auto ev = event.rfind(':'); ev != std::string_view::npos) event.remove_prefix(ev + 1);
   if (auto fid = s.find_func("__bpf_trace_" + std::string(event))) {
-    const btf_type* fp = btf__type_by_id(s.btf, btf__type_by_id(s.btf, *fid)->type);
+    const btf_type* fp = s.t.type(s.t.type(*fid)->type);
     if (fp && btf_is_func_proto(fp) && btf_vlen(fp) >= args.size() + 1) {
       const btf_param* p = btf_params(fp);
       bool same = true;
@@ -573,7 +761,7 @@ std::optional<std::vector<BtfParam>> Btf::tracepoint_args(std::string_view event
         same = resolve(p[i + 1].type) == resolve(args[i].type_id);
       if (same)
         for (size_t i = 0; i < args.size(); i++)
-          if (std::string_view nm = btf__name_by_offset(s.btf, p[i + 1].name_off); !nm.empty())
+          if (std::string_view nm = s.t.str(p[i + 1].name_off); !nm.empty())
             args[i].name = nm;
     }
   }
