@@ -130,6 +130,16 @@ struct Macro {
   ExprId value = kNone;  // the final expression when the body does not end with ';'
 };
 
+// `let @name = kind(max_entries);` at the top level (0.25): the BPF map kind
+// (hash, lruhash, percpuhash, percpulruhash) and size of one map.
+struct MapDecl {
+  std::string name;  // "@x"
+  std::string kind;  // as written; sema checks it
+  uint64_t max_entries = 0;
+  Loc loc;       // the whole declaration
+  Loc kind_loc;  // the kind's name
+};
+
 struct Program {
   Source source;
   std::vector<Expr> exprs;
@@ -139,6 +149,7 @@ struct Program {
   std::vector<std::string> includes;  // header names from #include lines
   std::vector<CDefinition> c_definitions;
   std::vector<Macro> macros;  // expanded by parse(): probes hold no macro calls
+  std::vector<MapDecl> map_decls;
   // config = { key = value; ... }: raw key and value text.
   std::vector<std::pair<std::string, std::string>> config;
 

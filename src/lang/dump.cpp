@@ -69,6 +69,7 @@ class Dumper {
       line(0, "config");
       for (const auto& [key, value] : p_.config) line(1, fmt::format("{} = {}", key, value));
     }
+    for (const auto& d : p_.map_decls) line(0, fmt::format("map_decl {} = {}({})", d.name, d.kind, d.max_entries));
     for (const auto& probe : p_.probes) {
       std::string names;
       for (const auto& ap : probe.points) names += (names.empty() ? "" : ", ") + ap.text;

@@ -170,6 +170,7 @@ class Parser {
   bool parse_config_entries();
   void parse_probe();
   void parse_macro();
+  void parse_map_decl();
 
   // --- statements ---
   std::vector<StmtId> parse_block(ExprId* tail = nullptr);
@@ -378,7 +379,7 @@ void Parser::parse_top_level() {
     case Tok::Macro:
       return parse_macro();
     case Tok::Let:
-      return fail(tok_.loc(), "map declarations are not supported");
+      return parse_map_decl();
     case Tok::Ident:
       if (is_tag(tok_.text)) return c_definition();
       break;
@@ -527,6 +528,29 @@ void Parser::parse_macro() {
   if (!at(Tok::LBrace)) return unexpected("{");
   m.body = parse_block(&m.value);
   prog_.macros.push_back(std::move(m));
+}
+
+// let @name = kind(max_entries);  (the kind is checked by sema)
+void Parser::parse_map_decl() {
+  MapDecl d;
+  d.loc.begin = tok_.begin;
+  advance();  // let
+  if (!at(Tok::Map)) return unexpected("map name");
+  d.name = tok_.text;
+  advance();
+  if (!expect(Tok::Assign)) return;
+  if (!at(Tok::Ident)) return unexpected("map type");
+  d.kind = tok_.text;
+  d.kind_loc = tok_.loc();
+  advance();
+  if (!expect(Tok::LParen)) return;
+  if (!at(Tok::Int)) return unexpected("integer");
+  d.max_entries = tok_.ival;
+  advance();
+  if (!expect(Tok::RParen)) return;
+  d.loc.end = prev_end_;
+  if (!expect(Tok::Semi)) return;
+  prog_.map_decls.push_back(std::move(d));
 }
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 
 #include "sema/builtins.h"
 #include "sema/cdefs.h"
+#include "sema/map_decls.h"
 #include "sema/probes.h"
 #include "sema/sema.h"
 
@@ -2008,6 +2009,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   compute_layouts(out);
+  if (!apply_map_decls(program, out, diags)) return std::nullopt;
   for (const auto& a : out.actions) {
     bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue ||
                   a.kind == ActionKind::Time || a.kind == ActionKind::Join || a.kind == ActionKind::Cat ||

@@ -105,6 +105,8 @@ probe BEGIN
 )"},
       {"config = { BPFTRACE_MAX_STRLEN = \"1k\"; }; BEGIN { }", "config\n BPFTRACE_MAX_STRLEN = \"1k\"\nprobe BEGIN\n"},
       {"struct X {\n  int a;\n};\nBEGIN { }", "c_definition\n struct X {\n   int a;\n };\nprobe BEGIN\n"},
+      {"let @a = lruhash(10);\nBEGIN { } let @b = percpuhash(0x10);",
+       "map_decl @a = lruhash(10)\nmap_decl @b = percpuhash(16)\nprobe BEGIN\n"},
   });
 }
 
@@ -623,7 +625,10 @@ TEST(Parser, Errors) {
       {"BEGIN { $x = offsetof(struct s); }", {"1:31-32: syntax error, unexpected ), expected ,"}},
       {"import \"a.bt\"; BEGIN { }", {"1:1-7: import is not supported"}},
       {"macro m($x { } BEGIN { }", {"1:12-13: syntax error, unexpected {, expected )"}},
-      {"let @a = hash(10); BEGIN { }", {"1:1-4: map declarations are not supported"}},
+      {"let $a = hash(10); BEGIN { }", {"1:5-7: syntax error, unexpected variable, expected map name"}},
+      {"let @a = 10; BEGIN { }", {"1:10-12: syntax error, unexpected integer, expected map type"}},
+      {"let @a = hash(); BEGIN { }", {"1:15-16: syntax error, unexpected ), expected integer"}},
+      {"let @a = hash(10) BEGIN { }", {"1:19-24: syntax error, unexpected identifier, expected ;"}},
   };
   for (const auto& c : cases) EXPECT_EQ(error_list(c.input), c.errors) << c.input;
 }

@@ -298,5 +298,51 @@ TEST(Sema, BlockScoping) {
   });
 }
 
+TEST(Sema, MapDeclarations) {
+  struct Case {
+    std::string text;
+    std::string map;  // the map the declaration names
+    bool lru, percpu;
+    uint32_t max_entries;
+  };
+  const std::vector<Case> cases = {
+      {"let @a = hash(7); BEGIN { @a[1] = 1; }", "@a", false, false, 7},
+      {"let @a = lruhash(4); BEGIN { @a[1] = 1; }", "@a", true, false, 4},
+      {"let @a = percpuhash(3); BEGIN { @a[1] = count(); }", "@a", false, true, 3},
+      {"let @a = percpulruhash(2); BEGIN { @a[1] = hist(1); }", "@a", true, true, 2},
+      {"BEGIN { @a[1] = 1; } let @a = lruhash(9);", "@a", true, false, 9},
+      {"let @b = hash(5); BEGIN { @a[1] = 1; @b = 2; }", "@a", false, false, 4096},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto a = analyse_text(c.text);
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    const MapInfo* m = nullptr;
+    for (const auto& mi : a.typed->maps)
+      if (mi.name == c.map) m = &mi;
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->lru, c.lru);
+    EXPECT_EQ(m->percpu, c.percpu);
+    EXPECT_EQ(m->max_entries, c.max_entries);
+  }
+  auto unused = analyse_text("let @u = hash(2); BEGIN { @a = 1; }");
+  ASSERT_TRUE(unused.typed.has_value());
+  EXPECT_NE(unused.diags.find("stdin:1:1-17: WARNING: Unused map: @u"), std::string::npos) << unused.diags;
+  check_err({
+      {"let @a = hashmap(2); BEGIN { @a[1] = 1; }",
+       "stdin:1:10-17: ERROR: Invalid bpf map type: hashmap\nlet @a = hashmap(2); BEGIN { @a[1] = 1; }\n"
+       "         ~~~~~~~\nHINT: Valid map types: hash, lruhash, percpuhash, percpulruhash"},
+      {"let @a = hash(2); BEGIN { @a[1] = count(); }",
+       "stdin:1:27-32: ERROR: Incompatible map types. Type from declaration: hash. Type from value/key type: "
+       "percpuhash"},
+      {"let @a = percpulruhash(2); BEGIN { @a[1] = 1; }",
+       "Incompatible map types. Type from declaration: percpulruhash. Type from value/key type: hash"},
+      {"let @a = hash(0); BEGIN { @a[1] = 1; }", "stdin:1:1-17: ERROR: Invalid number of entries for @a: 0"},
+      {"let @a = hash(4294967296); BEGIN { @a[1] = 1; }", "Invalid number of entries for @a: 4294967296"},
+      {"let @a = hash(2); let @a = lruhash(3); BEGIN { @a[1] = 1; }",
+       "stdin:1:19-38: ERROR: Map @a is already declared"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
