@@ -30,7 +30,7 @@ enum class ExprKind {
   Field,        // args[0].name or args[0]->name (arrow = true); name may be "0" for tuple index
   Index,        // args[0][args[1]]
   Cast,         // (name)args[0]; name is the type text, spaced as in "uint8", "struct sock *", "int8 **", "uint8[4]"
-  Tuple,        // (args...)
+  Tuple,        // (args...), or a record (a=args[0], b=args[1]) when field_names is set
   IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
   Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])
   Offsetof,     // offsetof(name, sval-field), or offsetof(args[0], sval-field) when name is empty; sval may be "a.b"
@@ -61,6 +61,7 @@ struct Expr {
   bool type_arg = false;  // Sizeof: the argument is a type name in `name`
   std::vector<ExprId> args;
   std::vector<StmtId> body;  // Block: its statements
+  std::vector<std::string> field_names;  // Tuple: a record's field names, one per arg (empty: a plain tuple)
 };
 
 enum class StmtKind {

@@ -191,6 +191,7 @@ class Parser {
   ExprId parse_postfix();
   ExprId parse_primary();
   ExprId parse_paren();
+  ExprId parse_record(uint32_t start);
   std::vector<ExprId> parse_list(Tok close);
   ExprId parse_sizeof();
   ExprId parse_offsetof();
@@ -954,6 +955,7 @@ ExprId Parser::parse_primary() {
 ExprId Parser::parse_paren() {
   const uint32_t start = tok_.begin;
   advance();
+  if (at(Tok::Ident) && peek().kind == Tok::Assign) return parse_record(start);
   const ExprId first = parse_expr();
   if (!at(Tok::Comma)) {
     expect(Tok::RParen);
@@ -963,6 +965,30 @@ ExprId Parser::parse_paren() {
   while (!panic_ && accept(Tok::Comma) && !at(Tok::RParen)) items.push_back(parse_expr());
   expect(Tok::RParen);
   return add(ExprKind::Tuple, {start, prev_end_}, std::move(items));
+}
+
+// At the first field of a record (a=1, b="x") (0.25), after its '('.
+ExprId Parser::parse_record(uint32_t start) {
+  std::vector<ExprId> items;
+  std::vector<std::string> names;
+  do {
+    if (!at(Tok::Ident)) {
+      unexpected("field name");
+      break;
+    }
+    if (std::find(names.begin(), names.end(), tok_.text) != names.end()) {
+      fail(tok_.loc(), fmt::format("Duplicate field name in record: {}", tok_.text));
+      break;
+    }
+    names.push_back(tok_.text);
+    advance();
+    if (!expect(Tok::Assign)) break;
+    items.push_back(parse_expr());
+  } while (!panic_ && accept(Tok::Comma) && !at(Tok::RParen));
+  expect(Tok::RParen);
+  const ExprId id = add(ExprKind::Tuple, {start, prev_end_}, std::move(items));
+  prog_.exprs[id].field_names = std::move(names);
+  return id;
 }
 
 ExprId Parser::parse_sizeof() {

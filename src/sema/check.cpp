@@ -208,8 +208,9 @@ std::expected<uint64_t, std::string> cgroup_id_of(const std::string& path) {
 
 class Checker {
  public:
-  Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final)
-      : ast_(ast), out_(out), diags_(diags), final_(final) {}
+  Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final,
+          std::vector<Type> first_pass_vars)
+      : ast_(ast), out_(out), diags_(diags), final_(final), first_pass_vars_(std::move(first_pass_vars)) {}
 
   // Checks one probe body against the kinds and targets of its attach points.
   void check_probe(uint32_t probe_index, const std::vector<ResolvedAttachPoint>& points) {
@@ -251,7 +252,15 @@ class Checker {
 
   int32_t declare_var(const std::string& name, const Type& t) {
     int32_t idx = static_cast<int32_t>(out_.var_types.size());
-    out_.var_types.push_back(t);
+    // The final pass starts a string or tuple variable at the widest type the
+    // first pass saw, so reads before a wider assignment use the final layout.
+    Type widest;
+    if ((t.is_string() || t.is_tuple()) && static_cast<size_t>(idx) < first_pass_vars_.size() &&
+        unify(first_pass_vars_[idx], t, widest) && widest.kind == t.kind) {
+      out_.var_types.push_back(widest);
+    } else {
+      out_.var_types.push_back(t);
+    }
     scopes_.back()[name] = idx;
     return idx;
   }
@@ -376,7 +385,7 @@ class Checker {
       return;
     }
     out_.var_of[s.target] = declare_var(target.name, t);
-    set(s.target, t);
+    set(s.target, out_.var_types[out_.var_of[s.target]]);
   }
 
   // A type in `let $x: T`: integers, bool, pointers, string or string[N].
@@ -429,16 +438,15 @@ class Checker {
         out_.var_types[var] = vt.kind == TypeKind::Bool ? Type::boolean() : vt;  // `let $x;`
       } else {
         Type u;
-        if (!unify(out_.var_types[var], vt, u) ||
-            (out_.var_types[var].is_string() && vt.is_string() && vt.size > out_.var_types[var].size)) {
-          if (!(out_.var_types[var].is_string() && vt.is_string())) {
-            error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
-                                     "already contains a value of type '{}'",
-                                     target.name, vt.name(), out_.var_types[var].name()));
-            return;
-          }
-          out_.var_types[var] = u;
+        if (!unify(out_.var_types[var], vt, u)) {
+          error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
+                                   "already contains a value of type '{}'",
+                                   target.name, vt.name(), out_.var_types[var].name()));
+          return;
         }
+        // Strings, and tuples holding strings, widen to the longest value
+        // assigned (integers keep their first type).
+        if (out_.var_types[var].is_string() || out_.var_types[var].is_tuple()) out_.var_types[var] = u;
       }
       out_.var_of[s.target] = var;
       set(s.target, out_.var_types[var]);
@@ -573,7 +581,7 @@ class Checker {
     if (key.kind == TypeKind::Tuple) {
       for (auto& el : key.elems)
         if (el.is_int()) el = Type::integer(8, el.is_signed);
-      key = Type::tuple(key.elems);
+      key = Type::tuple(key.elems, key.names);
     } else if (key.is_int()) {
       key = Type::integer(8, key.is_signed);
     }
@@ -1393,6 +1401,16 @@ class Checker {
       case Op::Eq:
       case Op::Ne:
         if (l.is_string() && r.is_string()) return Type::boolean();
+        // Tuples and records compare field by field (strings by content, so
+        // their capacities may differ; records pair fields by name).
+        if (l.is_tuple() || r.is_tuple()) {
+          Type u;
+          if (!unify(l, r, u)) {
+            error(e.loc, fmt::format("Type mismatch for '{}': comparing '{}' with '{}'", op_text(e.op), l.name(), r.name()));
+            return Type::none();
+          }
+          return Type::boolean();
+        }
         // Byte arrays (pton()) compare with arrays and tracepoint byte
         // arrays of the same size, byte by byte.
         if ((l.kind == TypeKind::Array || r.kind == TypeKind::Array) && l.is_bytes() && r.is_bytes()) {
@@ -1718,6 +1736,12 @@ class Checker {
         if (bt.is_record() || (bt.kind == TypeKind::Int && bt.is_pointer && bt.btf_id != 0)) {
           return set(id, btf_field(id, e, bt));
         }
+        if (bt.is_named_tuple()) {
+          const int idx = bt.field_index(e.name);
+          if (idx >= 0) return set(id, bt.elems[idx]);
+          error(e.loc, fmt::format("Record has no field named '{}': {}", e.name, bt.name()));
+          return set(id, Type::none());
+        }
         if (bt.is_tuple()) {
           uint64_t idx = 0;
           auto [p, ec] = std::from_chars(e.name.data(), e.name.data() + e.name.size(), idx);
@@ -1809,7 +1833,7 @@ class Checker {
           }
           elems.push_back(t.is_int() && t.kind != TypeKind::Bool ? Type::integer(8, t.is_signed) : t);
         }
-        return set(id, Type::tuple(std::move(elems)));
+        return set(id, Type::tuple(std::move(elems), e.field_names));
       }
       case ExprKind::IncDec: {
         const Expr& target = ast_.expr(e.args[0]);
@@ -1896,6 +1920,7 @@ class Checker {
   TypedProgram& out_;
   lang::Diagnostics& diags_;
   bool final_;
+  std::vector<Type> first_pass_vars_;  // the final pass: variable types at the end of the first
   const std::vector<ResolvedAttachPoint>* points_ = nullptr;
   bool target_specific_ = false;
   uint32_t probe_index_ = 0;
@@ -1990,12 +2015,13 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.field_of.assign(n, FieldAccess{});
     out.for_var_of.assign(n, -1);
     out.const_of.assign(n, std::nullopt);
+    std::vector<Type> first_pass_vars = final ? std::move(out.var_types) : std::vector<Type>{};
     out.var_types.clear();
     out.actions.clear();
     lang::Diagnostics scratch;
     out.strftime_formats.clear();
     out.unsafe = options.unsafe;
-    Checker checker(program, out, final ? diags : scratch, final);
+    Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars));
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
       checker.check_probe(i, resolved[i]);
       target_specific[i] = checker.target_specific();
