@@ -579,10 +579,11 @@ class Checker {
       key = Type::tuple(std::move(elems));
     }
     if (key.kind == TypeKind::Tuple) {
+      // Bools stay bools (printed true/false), other integers widen.
       for (auto& el : key.elems)
-        if (el.is_int()) el = Type::integer(8, el.is_signed);
+        if (el.kind == TypeKind::Int) el = Type::integer(8, el.is_signed);
       key = Type::tuple(key.elems, key.names);
-    } else if (key.is_int()) {
+    } else if (key.kind == TypeKind::Int) {
       key = Type::integer(8, key.is_signed);
     }
     if (!e.args.empty() && key.kind == TypeKind::None) {

@@ -415,6 +415,22 @@ TEST(Parser, Expressions) {
     int 2
    int 3
 )"},
+      {"BEGIN { $r = (a=1, pid=(x=2), c=\"s\",); $e = (b = 3) == $r; }",
+       R"(probe BEGIN
+ assign =
+  variable $r
+  record a pid c
+   int 1
+   record x
+    int 2
+   string "s"
+ assign =
+  variable $e
+  binop ==
+   record b
+    int 3
+   variable $r
+)"},
       {"BEGIN { $z = $a[1].b->c; $y = args.filename; $w = args->x; $v = @m[1][2]; $u = -$x++ }",
        R"(probe BEGIN
  assign =
@@ -619,6 +635,9 @@ TEST(Parser, Errors) {
       {"uprobe:lib:\"f { }", {"1:12-18: unterminated string"}},
       {"struct X { int a;", {"1:18-18: unexpected end of file, expected }"}},
       {"config = { a = ; } BEGIN { }", {"1:16-17: syntax error, unexpected ;, expected config value"}},
+      {"BEGIN { $r = (a=1, a=2); }", {"1:20-21: Duplicate field name in record: a"}},
+      {"BEGIN { $r = (a=1, 2); }", {"1:20-21: syntax error, unexpected integer, expected field name"}},
+      {"BEGIN { $r = (a=1 b=2); }", {"1:19-20: syntax error, unexpected identifier, expected )"}},
       {"BEGIN { $t.0 = 1; }", {"1:9-13: Tuples are immutable once created. Consider creating a new tuple and assigning it instead."}},
       {"BEGIN { @m[] = 1; }", {"1:12-13: syntax error, unexpected ]"}},
       {"BEGIN { $x = $0; }", {"1:14-16: param $0 is out of integer range [1, 9223372036854775807]"}},

@@ -344,5 +344,33 @@ TEST(Sema, MapDeclarations) {
   });
 }
 
+TEST(Sema, TuplesAndRecords) {
+  check_ok({
+      {"BEGIN { @r = (a=1, b=\"x\"); }", "@r[]=(a=int64, b=string[2])/plain", "", {{"(a=1, b=\"x\")", "(a=int64, b=string[2])"}}},
+      // A record assigned with its fields in another order keeps the first order.
+      {"BEGIN { @r = (a=1, b=\"x\"); @r = (b=\"yyy\", a=2); }", "@r[]=(a=int64, b=string[4])/plain"},
+      {"BEGIN { $r = (a=1, b=(c=\"s\", d=2)); @x = $r.b.c; }", "@x[]=string[2]/plain", "", {{"$r.b", "(c=string[2], d=int64)"}}},
+      {"BEGIN { @k[(a=1, b=2)] = 1; @k[(b=3, a=4)] = 2; }", "@k[(a=int64, b=int64)]=int64/plain"},
+      {"BEGIN { @e = (1, \"a\") == (2, \"abc\"); @f = (a=1) != (a=2); }", "@e[]=bool/plain;@f[]=bool/plain"},
+      // Tuple variables widen their strings to the longest value assigned,
+      // also for reads before the wider assignment.
+      {"BEGIN { $t = (\"a\", 1); @x = $t; $t = (\"abcdef\", 2); }", "@x[]=(string[7], int64)/plain"},
+      {"BEGIN { @t[1, (2, \"a\")] = 1; @t[3, (4, \"bcd\")] = 2; }", "@t[(int64, (int64, string[4]))]=int64/plain"},
+  });
+  check_err({
+      {"BEGIN { $r = (a=1); @x = $r.c; }", "stdin:1:26-30: ERROR: Record has no field named 'c': (a=int64)"},
+      {"BEGIN { $r = (a=1); @x = $r.0; }", "Record has no field named '0'"},
+      {"BEGIN { @x = (a=1) == (b=1); }",
+       "stdin:1:14-28: ERROR: Type mismatch for '==': comparing '(a=int64)' with '(b=int64)'"},
+      {"BEGIN { @x = (1, 2) == (1, \"a\"); }", "Type mismatch for '==': comparing '(int64, int64)' with '(int64, string[2])'"},
+      {"BEGIN { @x = (1, 2) == (1, 2, 3); }", "Type mismatch for '=='"},
+      {"BEGIN { @x = (a=1) < (a=2); }", "Type mismatch for '<'"},
+      {"BEGIN { $x = (a=1); $x = (1,); }", "Type mismatch for $x: trying to assign value of type '(int64)'"},
+      {"BEGIN { @x = (a=1, b=2); @x = (a=1, c=2); }", "Type mismatch for @x"},
+      {"BEGIN { @x[(a=1)] = 1; @x[(b=1)] = 1; }", "Argument mismatch for @x"},
+      {"BEGIN { $t = (1, \"a\"); $t = (\"a\", 1); }", "Type mismatch for $t"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
