@@ -236,6 +236,10 @@ class Checker {
 
   Type& set(ExprId id, Type t) { return out_.expr_types[id] = std::move(t); }
 
+  // A condition must be an integer; one without a type after an error was
+  // already reported (a bad comparison) needs no second error.
+  bool valid_condition(const Type& c) const { return c.is_int() || (c.kind == TypeKind::None && diags_.has_errors()); }
+
   void block(const std::vector<StmtId>& body) {
     scopes_.emplace_back();
     for (StmtId s : body) stmt(s);
@@ -295,7 +299,7 @@ class Checker {
       case StmtKind::Let: let(s); return;
       case StmtKind::If: {
         Type c = expr(s.expr);
-        if (!c.is_int()) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
+        if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
         block(s.body);
         block(s.else_body);
         return;
@@ -304,7 +308,7 @@ class Checker {
       case StmtKind::Return: return;
       case StmtKind::While: {
         Type c = expr(s.expr);
-        if (!c.is_int()) error(ast_.expr(s.expr).loc, "Invalid condition in while(): " + c.name());
+        if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in while(): " + c.name());
         ++loop_depth_;
         block(s.body);
         --loop_depth_;
@@ -1708,7 +1712,7 @@ class Checker {
       case ExprKind::Binary: return set(id, binary(id));
       case ExprKind::Ternary: {
         Type c = expr(e.args[0]);
-        if (!c.is_int()) error(ast_.expr(e.args[0]).loc, "Invalid condition in ternary: " + c.name());
+        if (!valid_condition(c)) error(ast_.expr(e.args[0]).loc, "Invalid condition in ternary: " + c.name());
         if (e.args.size() == 2) {
           // a ?: b
           Type b = expr(e.args[1]);
