@@ -473,6 +473,15 @@ class Lowerer {
               string_eq(l, r, f, t);
             return;
           }
+          if (lt.is_tuple()) {
+            Val l = addressable(expr(e.args[0]));
+            Val r = addressable(expr(e.args[1]));
+            if (e.op == Op::Eq)
+              tuple_eq(l, r, t, f);
+            else
+              tuple_eq(l, r, f, t);
+            return;
+          }
           Val l = expr(e.args[0]);
           Val r = expr(e.args[1]);
           bool is_signed = (lt.is_signed && lt.kind == TypeKind::Int) || (rt.is_signed && rt.kind == TypeKind::Int);
@@ -532,6 +541,27 @@ class Lowerer {
       return;
     }
     compare_bytes(l.reg, r.reg, std::min(l.type.size, r.type.size), equal, differ);
+  }
+
+  // Tuples are equal when every element is: integers by value, strings by
+  // content, nested tuples recursively, anything else byte for byte. A
+  // record's fields pair up by name.
+  void tuple_eq(const Val& l, const Val& r, BlockId equal, BlockId differ) {
+    for (size_t i = 0; i < l.type.elems.size(); ++i) {
+      const size_t j = l.type.is_named_tuple() ? static_cast<size_t>(r.type.field_index(l.type.names[i])) : i;
+      Val a = tuple_elem(l, i), c = tuple_elem(r, j);
+      BlockId next = b_.new_block();
+      if (a.type.is_int())
+        b_.branch(ir::Cond::Ne, a.reg, c.reg, differ, next);
+      else if (a.type.is_string())
+        string_eq(a, c, next, differ);
+      else if (a.type.is_tuple())
+        tuple_eq(a, c, next, differ);
+      else
+        bytes_eq(a, c, a.type.mem_size(), next, differ);
+      b_.set_block(next);
+    }
+    b_.jump(equal);
   }
 
   // Byte arrays are equal when all n bytes agree (zeros included).
@@ -772,7 +802,7 @@ class Lowerer {
         Val base = expr(e.args[0]);
         base = addressable(base);
         const Type& bt = p_.type_of(e.args[0]);
-        size_t idx = std::stoul(e.name);
+        size_t idx = bt.is_named_tuple() ? static_cast<size_t>(bt.field_index(e.name)) : std::stoul(e.name);
         uint32_t off = bt.offsets[idx];
         if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
         return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
@@ -1863,19 +1893,21 @@ class Lowerer {
         copy_bytes(dst, off, v.reg, to.mem_size());
         return;
       }
-      // Element-wise with widening (e.g. string[4] into string[16]).
-      for (size_t i = 0; i < to.elems.size(); ++i) {
-        const Type& from_el = v.type.elems[i];
-        Val el;
-        el.type = from_el;
-        if (from_el.is_int())
-          el.reg = b_.load(8, v.reg, static_cast<int32_t>(v.type.offsets[i]));
-        else
-          el.reg = b_.alu_imm(AluOp::Add, v.reg, v.type.offsets[i]);
-        copy_to(dst, off + to.offsets[i], el, to.elems[i]);
-      }
+      // Element-wise with widening (e.g. string[4] into string[16]); a
+      // record's fields go to the slot of the same name.
+      for (size_t i = 0; i < to.elems.size(); ++i)
+        copy_to(dst, off + to.offsets[i], tuple_elem(v, to.is_named_tuple() ? v.type.field_index(to.names[i]) : i),
+                to.elems[i]);
       return;
     }
+  }
+
+  // Element i of an addressed tuple: integers loaded, others by address.
+  Val tuple_elem(const Val& tuple, size_t i) {
+    const Type& el = tuple.type.elems[i];
+    const int32_t off = static_cast<int32_t>(tuple.type.offsets[i]);
+    if (el.is_int()) return Val{.reg = b_.load(8, tuple.reg, off), .type = el};
+    return Val{.reg = off ? b_.alu_imm(AluOp::Add, tuple.reg, off) : tuple.reg, .type = el};
   }
 
   void copy_bytes(VregId dst, uint32_t off, VregId src, uint32_t n) {

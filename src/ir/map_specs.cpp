@@ -4,9 +4,11 @@ namespace bpfscope::ir {
 
 std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uint32_t ringbuf_bytes) {
   std::vector<MapSpec> specs;
-  for (const auto& info : p.maps)
-    specs.push_back({info.percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH, info.name.substr(1), info.key_size,
-                     info.value_size, info.max_entries});
+  for (const auto& info : p.maps) {
+    bpf_map_type type = info.percpu ? (info.lru ? BPF_MAP_TYPE_LRU_PERCPU_HASH : BPF_MAP_TYPE_PERCPU_HASH)
+                                    : (info.lru ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH);
+    specs.push_back({type, info.name.substr(1), info.key_size, info.value_size, info.max_entries});
+  }
   specs.resize(m.support.ustacks + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
   specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};

@@ -30,7 +30,7 @@ enum class ExprKind {
   Field,        // args[0].name or args[0]->name (arrow = true); name may be "0" for tuple index
   Index,        // args[0][args[1]]
   Cast,         // (name)args[0]; name is the type text, spaced as in "uint8", "struct sock *", "int8 **", "uint8[4]"
-  Tuple,        // (args...)
+  Tuple,        // (args...), or a record (a=args[0], b=args[1]) when field_names is set
   IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
   Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])
   Offsetof,     // offsetof(name, sval-field), or offsetof(args[0], sval-field) when name is empty; sval may be "a.b"
@@ -61,6 +61,7 @@ struct Expr {
   bool type_arg = false;  // Sizeof: the argument is a type name in `name`
   std::vector<ExprId> args;
   std::vector<StmtId> body;  // Block: its statements
+  std::vector<std::string> field_names;  // Tuple: a record's field names, one per arg (empty: a plain tuple)
 };
 
 enum class StmtKind {
@@ -130,6 +131,16 @@ struct Macro {
   ExprId value = kNone;  // the final expression when the body does not end with ';'
 };
 
+// `let @name = kind(max_entries);` at the top level (0.25): the BPF map kind
+// (hash, lruhash, percpuhash, percpulruhash) and size of one map.
+struct MapDecl {
+  std::string name;  // "@x"
+  std::string kind;  // as written; sema checks it
+  uint64_t max_entries = 0;
+  Loc loc;       // the whole declaration
+  Loc kind_loc;  // the kind's name
+};
+
 struct Program {
   Source source;
   std::vector<Expr> exprs;
@@ -139,6 +150,7 @@ struct Program {
   std::vector<std::string> includes;  // header names from #include lines
   std::vector<CDefinition> c_definitions;
   std::vector<Macro> macros;  // expanded by parse(): probes hold no macro calls
+  std::vector<MapDecl> map_decls;
   // config = { key = value; ... }: raw key and value text.
   std::vector<std::pair<std::string, std::string>> config;
 

@@ -69,6 +69,7 @@ class Dumper {
       line(0, "config");
       for (const auto& [key, value] : p_.config) line(1, fmt::format("{} = {}", key, value));
     }
+    for (const auto& d : p_.map_decls) line(0, fmt::format("map_decl {} = {}({})", d.name, d.kind, d.max_entries));
     for (const auto& probe : p_.probes) {
       std::string names;
       for (const auto& ap : probe.points) names += (names.empty() ? "" : ", ") + ap.text;
@@ -169,7 +170,12 @@ class Dumper {
       case ExprKind::Field: line(depth, fmt::format("field {}{}", e.arrow ? "->" : ".", e.name)); break;
       case ExprKind::Index: line(depth, "index"); break;
       case ExprKind::Cast: line(depth, "cast " + e.name); break;
-      case ExprKind::Tuple: line(depth, "tuple"); break;
+      case ExprKind::Tuple: {
+        std::string names;
+        for (const auto& n : e.field_names) names += " " + n;
+        line(depth, e.field_names.empty() ? "tuple" : "record" + names);
+        break;
+      }
       case ExprKind::IncDec: line(depth, fmt::format("incdec {}", op_name(e.op))); break;
       case ExprKind::Sizeof: line(depth, e.type_arg ? "sizeof " + e.name : std::string("sizeof")); break;
       case ExprKind::Offsetof:

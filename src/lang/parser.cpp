@@ -170,6 +170,7 @@ class Parser {
   bool parse_config_entries();
   void parse_probe();
   void parse_macro();
+  void parse_map_decl();
 
   // --- statements ---
   std::vector<StmtId> parse_block(ExprId* tail = nullptr);
@@ -190,6 +191,7 @@ class Parser {
   ExprId parse_postfix();
   ExprId parse_primary();
   ExprId parse_paren();
+  ExprId parse_record(uint32_t start);
   std::vector<ExprId> parse_list(Tok close);
   ExprId parse_sizeof();
   ExprId parse_offsetof();
@@ -378,7 +380,7 @@ void Parser::parse_top_level() {
     case Tok::Macro:
       return parse_macro();
     case Tok::Let:
-      return fail(tok_.loc(), "map declarations are not supported");
+      return parse_map_decl();
     case Tok::Ident:
       if (is_tag(tok_.text)) return c_definition();
       break;
@@ -527,6 +529,29 @@ void Parser::parse_macro() {
   if (!at(Tok::LBrace)) return unexpected("{");
   m.body = parse_block(&m.value);
   prog_.macros.push_back(std::move(m));
+}
+
+// let @name = kind(max_entries);  (the kind is checked by sema)
+void Parser::parse_map_decl() {
+  MapDecl d;
+  d.loc.begin = tok_.begin;
+  advance();  // let
+  if (!at(Tok::Map)) return unexpected("map name");
+  d.name = tok_.text;
+  advance();
+  if (!expect(Tok::Assign)) return;
+  if (!at(Tok::Ident)) return unexpected("map type");
+  d.kind = tok_.text;
+  d.kind_loc = tok_.loc();
+  advance();
+  if (!expect(Tok::LParen)) return;
+  if (!at(Tok::Int)) return unexpected("integer");
+  d.max_entries = tok_.ival;
+  advance();
+  if (!expect(Tok::RParen)) return;
+  d.loc.end = prev_end_;
+  if (!expect(Tok::Semi)) return;
+  prog_.map_decls.push_back(std::move(d));
 }
 
 // ---------------------------------------------------------------------------
@@ -930,6 +955,7 @@ ExprId Parser::parse_primary() {
 ExprId Parser::parse_paren() {
   const uint32_t start = tok_.begin;
   advance();
+  if (at(Tok::Ident) && peek().kind == Tok::Assign) return parse_record(start);
   const ExprId first = parse_expr();
   if (!at(Tok::Comma)) {
     expect(Tok::RParen);
@@ -939,6 +965,30 @@ ExprId Parser::parse_paren() {
   while (!panic_ && accept(Tok::Comma) && !at(Tok::RParen)) items.push_back(parse_expr());
   expect(Tok::RParen);
   return add(ExprKind::Tuple, {start, prev_end_}, std::move(items));
+}
+
+// At the first field of a record (a=1, b="x") (0.25), after its '('.
+ExprId Parser::parse_record(uint32_t start) {
+  std::vector<ExprId> items;
+  std::vector<std::string> names;
+  do {
+    if (!at(Tok::Ident)) {
+      unexpected("field name");
+      break;
+    }
+    if (std::find(names.begin(), names.end(), tok_.text) != names.end()) {
+      fail(tok_.loc(), fmt::format("Duplicate field name in record: {}", tok_.text));
+      break;
+    }
+    names.push_back(tok_.text);
+    advance();
+    if (!expect(Tok::Assign)) break;
+    items.push_back(parse_expr());
+  } while (!panic_ && accept(Tok::Comma) && !at(Tok::RParen));
+  expect(Tok::RParen);
+  const ExprId id = add(ExprKind::Tuple, {start, prev_end_}, std::move(items));
+  prog_.exprs[id].field_names = std::move(names);
+  return id;
 }
 
 ExprId Parser::parse_sizeof() {

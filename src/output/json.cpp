@@ -218,6 +218,12 @@ std::string json_value(const Value& v) {
       return json_string(buffer_text(v.s, ""));
     case Value::Kind::Array:
     case Value::Kind::Tuple: {
+      if (!v.names.empty()) {
+        std::string out = "{";
+        for (size_t i = 0; i < v.elems.size(); i++)
+          out += (i ? ", " : "") + json_string(v.names[i]) + ": " + json_value(v.elems[i]);
+        return out + "}";
+      }
       std::string out = "[";
       for (size_t i = 0; i < v.elems.size(); i++) {
         if (i != 0) out += ",";

@@ -23,6 +23,7 @@ struct Value {
   uint64_t u = 0;  // UInt
   std::string s;   // String
   std::vector<Value> elems;  // Tuple, Array
+  std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
 
   // The integer as int64 bits, whatever its kind (0 for strings, tuples, none).
   int64_t as_i64() const {
@@ -35,12 +36,18 @@ struct Value {
   static Value of_bool(bool v) { Value x; x.kind = Kind::Bool; x.i = v; return x; }
   static Value of_string(std::string v) { Value x; x.kind = Kind::String; x.s = std::move(v); return x; }
   static Value of_tuple(std::vector<Value> v) { Value x; x.kind = Kind::Tuple; x.elems = std::move(v); return x; }
+  static Value of_record(std::vector<std::string> names, std::vector<Value> v) {
+    Value x = of_tuple(std::move(v));
+    x.names = std::move(names);
+    return x;
+  }
   static Value of_array(std::vector<Value> v) { Value x; x.kind = Kind::Array; x.elems = std::move(v); return x; }
   static Value of_buffer(std::string bytes) { Value x; x.kind = Kind::Buffer; x.s = std::move(bytes); return x; }
 };
 
 // Text of a value as bpftrace prints it with print() and in map values:
-// ints in decimal, bool true/false, strings bare, tuples "(1, a, (2, 3))".
+// ints in decimal, bool true/false, strings bare, tuples "(1, a, (2, 3))",
+// records "{ .a = 1, .b = x }".
 std::string to_text(const Value& v);
 
 // A map key as printed between [ ]: like to_text, but a tuple key loses its
@@ -133,7 +140,8 @@ std::string json_string(std::string_view s);
 
 // A value as JSON data: integers as numbers, or as quoted decimal strings when
 // a double cannot hold them exactly; bool true/false; strings quoted; tuples
-// as unspaced arrays `[1,"b"]`; None as null.
+// as unspaced arrays `[1,"b"]`; records as objects `{"a": 1, "b": "x"}`;
+// None as null.
 std::string json_value(const Value& v);
 
 // A map for print(@m, top, div) and at exit: `{"type": "map"|"hist"|"stats",

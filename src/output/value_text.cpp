@@ -39,6 +39,16 @@ void append_text(std::string& out, const Value& v) {
       return;
     }
     case Value::Kind::Tuple: {
+      if (!v.names.empty()) {
+        // Records print like structs: { .a = 1, .b = x }.
+        out += "{ ";
+        for (size_t i = 0; i < v.elems.size(); ++i) {
+          out += fmt::format("{}.{} = ", i ? ", " : "", v.names[i]);
+          append_text(out, v.elems[i]);
+        }
+        out += " }";
+        return;
+      }
       // Tuples always get ", " between fields (arrays would not).
       out += '(';
       bool first = true;

@@ -82,6 +82,7 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
     case sema::TypeKind::Tuple: {
       std::vector<output::Value> elems;
       for (size_t i = 0; i < t.elems.size(); ++i) elems.push_back(decode(t.elems[i], p + t.offsets[i], resolver));
+      if (t.is_named_tuple()) return output::Value::of_record(t.names, std::move(elems));
       return output::Value::of_tuple(std::move(elems));
     }
   }

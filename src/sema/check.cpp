@@ -15,6 +15,7 @@
 #include "sema/builtins.h"
 #include "symbols/symbols.h"
 #include "sema/cdefs.h"
+#include "sema/map_decls.h"
 #include "sema/probes.h"
 #include "sema/sema.h"
 
@@ -208,8 +209,9 @@ std::expected<uint64_t, std::string> cgroup_id_of(const std::string& path) {
 
 class Checker {
  public:
-  Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final)
-      : ast_(ast), out_(out), diags_(diags), final_(final) {}
+  Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final,
+          std::vector<Type> first_pass_vars)
+      : ast_(ast), out_(out), diags_(diags), final_(final), first_pass_vars_(std::move(first_pass_vars)) {}
 
   // Checks one probe body against the kinds and targets of its attach points.
   void check_probe(uint32_t probe_index, const std::vector<ResolvedAttachPoint>& points) {
@@ -235,6 +237,10 @@ class Checker {
 
   Type& set(ExprId id, Type t) { return out_.expr_types[id] = std::move(t); }
 
+  // A condition must be an integer; one without a type after an error was
+  // already reported (a bad comparison) needs no second error.
+  bool valid_condition(const Type& c) const { return c.is_int() || (c.kind == TypeKind::None && diags_.has_errors()); }
+
   void block(const std::vector<StmtId>& body) {
     scopes_.emplace_back();
     for (StmtId s : body) stmt(s);
@@ -251,7 +257,15 @@ class Checker {
 
   int32_t declare_var(const std::string& name, const Type& t) {
     int32_t idx = static_cast<int32_t>(out_.var_types.size());
-    out_.var_types.push_back(t);
+    // The final pass starts a string or tuple variable at the widest type the
+    // first pass saw, so reads before a wider assignment use the final layout.
+    Type widest;
+    if ((t.is_string() || t.is_tuple()) && static_cast<size_t>(idx) < first_pass_vars_.size() &&
+        unify(first_pass_vars_[idx], t, widest) && widest.kind == t.kind) {
+      out_.var_types.push_back(widest);
+    } else {
+      out_.var_types.push_back(t);
+    }
     scopes_.back()[name] = idx;
     return idx;
   }
@@ -286,7 +300,7 @@ class Checker {
       case StmtKind::Let: let(s); return;
       case StmtKind::If: {
         Type c = expr(s.expr);
-        if (!c.is_int()) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
+        if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
         block(s.body);
         block(s.else_body);
         return;
@@ -295,7 +309,7 @@ class Checker {
       case StmtKind::Return: return;
       case StmtKind::While: {
         Type c = expr(s.expr);
-        if (!c.is_int()) error(ast_.expr(s.expr).loc, "Invalid condition in while(): " + c.name());
+        if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in while(): " + c.name());
         ++loop_depth_;
         block(s.body);
         --loop_depth_;
@@ -422,7 +436,7 @@ class Checker {
       return;
     }
     out_.var_of[s.target] = declare_var(target.name, t);
-    set(s.target, t);
+    set(s.target, out_.var_types[out_.var_of[s.target]]);
   }
 
   // A type in `let $x: T`: integers, bool, pointers, string or string[N].
@@ -478,16 +492,15 @@ class Checker {
         out_.var_types[var] = vt.kind == TypeKind::Bool ? Type::boolean() : vt;  // `let $x;`
       } else {
         Type u;
-        if (!unify(out_.var_types[var], vt, u) ||
-            (out_.var_types[var].is_string() && vt.is_string() && vt.size > out_.var_types[var].size)) {
-          if (!(out_.var_types[var].is_string() && vt.is_string())) {
-            error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
-                                     "already contains a value of type '{}'",
-                                     target.name, vt.name(), out_.var_types[var].name()));
-            return;
-          }
-          out_.var_types[var] = u;
+        if (!unify(out_.var_types[var], vt, u)) {
+          error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
+                                   "already contains a value of type '{}'",
+                                   target.name, vt.name(), out_.var_types[var].name()));
+          return;
         }
+        // Strings, and tuples holding strings, widen to the longest value
+        // assigned (integers keep their first type).
+        if (out_.var_types[var].is_string() || out_.var_types[var].is_tuple()) out_.var_types[var] = u;
       }
       out_.var_of[s.target] = var;
       set(s.target, out_.var_types[var]);
@@ -620,10 +633,11 @@ class Checker {
       key = Type::tuple(std::move(elems));
     }
     if (key.kind == TypeKind::Tuple) {
+      // Bools stay bools (printed true/false), other integers widen.
       for (auto& el : key.elems)
-        if (el.is_int()) el = Type::integer(8, el.is_signed);
-      key = Type::tuple(key.elems);
-    } else if (key.is_int()) {
+        if (el.kind == TypeKind::Int) el = Type::integer(8, el.is_signed);
+      key = Type::tuple(key.elems, key.names);
+    } else if (key.kind == TypeKind::Int) {
       key = Type::integer(8, key.is_signed);
     }
     if (!e.args.empty() && key.kind == TypeKind::None) {
@@ -1460,6 +1474,16 @@ class Checker {
       case Op::Eq:
       case Op::Ne:
         if (l.is_string() && r.is_string()) return Type::boolean();
+        // Tuples and records compare field by field (strings by content, so
+        // their capacities may differ; records pair fields by name).
+        if (l.is_tuple() || r.is_tuple()) {
+          Type u;
+          if (!unify(l, r, u)) {
+            error(e.loc, fmt::format("Type mismatch for '{}': comparing '{}' with '{}'", op_text(e.op), l.name(), r.name()));
+            return Type::none();
+          }
+          return Type::boolean();
+        }
         // Byte arrays (pton()) compare with arrays and tracepoint byte
         // arrays of the same size, byte by byte.
         if ((l.kind == TypeKind::Array || r.kind == TypeKind::Array) && l.is_bytes() && r.is_bytes()) {
@@ -1756,7 +1780,7 @@ class Checker {
       case ExprKind::Binary: return set(id, binary(id));
       case ExprKind::Ternary: {
         Type c = expr(e.args[0]);
-        if (!c.is_int()) error(ast_.expr(e.args[0]).loc, "Invalid condition in ternary: " + c.name());
+        if (!valid_condition(c)) error(ast_.expr(e.args[0]).loc, "Invalid condition in ternary: " + c.name());
         if (e.args.size() == 2) {
           // a ?: b
           Type b = expr(e.args[1]);
@@ -1784,6 +1808,12 @@ class Checker {
         Type bt = expr(e.args[0]);
         if (bt.is_record() || (bt.kind == TypeKind::Int && bt.is_pointer && bt.btf_id != 0)) {
           return set(id, btf_field(id, e, bt));
+        }
+        if (bt.is_named_tuple()) {
+          const int idx = bt.field_index(e.name);
+          if (idx >= 0) return set(id, bt.elems[idx]);
+          error(e.loc, fmt::format("Record has no field named '{}': {}", e.name, bt.name()));
+          return set(id, Type::none());
         }
         if (bt.is_tuple()) {
           uint64_t idx = 0;
@@ -1876,7 +1906,7 @@ class Checker {
           }
           elems.push_back(t.is_int() && t.kind != TypeKind::Bool ? Type::integer(8, t.is_signed) : t);
         }
-        return set(id, Type::tuple(std::move(elems)));
+        return set(id, Type::tuple(std::move(elems), e.field_names));
       }
       case ExprKind::IncDec: {
         const Expr& target = ast_.expr(e.args[0]);
@@ -1963,6 +1993,7 @@ class Checker {
   TypedProgram& out_;
   lang::Diagnostics& diags_;
   bool final_;
+  std::vector<Type> first_pass_vars_;  // the final pass: variable types at the end of the first
   const std::vector<ResolvedAttachPoint>* points_ = nullptr;
   bool target_specific_ = false;
   uint32_t probe_index_ = 0;
@@ -2057,12 +2088,13 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.field_of.assign(n, FieldAccess{});
     out.for_var_of.assign(n, -1);
     out.const_of.assign(n, std::nullopt);
+    std::vector<Type> first_pass_vars = final ? std::move(out.var_types) : std::vector<Type>{};
     out.var_types.clear();
     out.actions.clear();
     lang::Diagnostics scratch;
     out.strftime_formats.clear();
     out.unsafe = options.unsafe;
-    Checker checker(program, out, final ? diags : scratch, final);
+    Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars));
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
       checker.check_probe(i, resolved[i]);
       target_specific[i] = checker.target_specific();
@@ -2076,6 +2108,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   compute_layouts(out);
+  if (!apply_map_decls(program, out, diags)) return std::nullopt;
   for (const auto& a : out.actions) {
     bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue ||
                   a.kind == ActionKind::Time || a.kind == ActionKind::Join || a.kind == ActionKind::Cat ||

@@ -46,9 +46,9 @@ std::string dump(const TypedProgram& p) {
   std::string out;
   for (size_t i = 0; i < p.maps.size(); ++i) {
     const auto& m = p.maps[i];
-    out += fmt::format("map {} {}: key {} ({} bytes), value {} ({} bytes{}), kind {}\n", i, m.name,
+    out += fmt::format("map {} {}: key {} ({} bytes), value {} ({} bytes{}), kind {}, {}{} entries\n", i, m.name,
                        m.keyed ? m.key.name() : "none", m.key_size, m.value.name(), m.value_size,
-                       m.percpu ? ", per-CPU" : "", static_cast<int>(m.agg));
+                       m.percpu ? ", per-CPU" : "", static_cast<int>(m.agg), m.lru ? "LRU, " : "", m.max_entries);
   }
   for (size_t i = 0; i < p.actions.size(); ++i) {
     const auto& a = p.actions[i];

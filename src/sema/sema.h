@@ -73,7 +73,8 @@ struct MapInfo {
   uint32_t key_size = 0;    // bytes of the kernel key (8 for scalar maps: key 0)
   uint32_t value_size = 0;  // bytes of one (per-CPU) kernel value
   bool percpu = false;
-  uint32_t max_entries = 4096;
+  bool lru = false;  // declared lruhash/percpulruhash: the kernel evicts old entries when full
+  uint32_t max_entries = 4096;  // max_map_keys, or the declared size
   lang::Loc first_use;
 };
 

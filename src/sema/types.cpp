@@ -4,9 +4,10 @@
 
 namespace bpfscope::sema {
 
-Type Type::tuple(std::vector<Type> elems) {
+Type Type::tuple(std::vector<Type> elems, std::vector<std::string> names) {
   Type t;
   t.kind = TypeKind::Tuple;
+  t.names = std::move(names);
   uint32_t off = 0;
   for (const auto& e : elems) {
     t.offsets.push_back(off);
@@ -36,6 +37,12 @@ uint32_t Type::mem_size() const {
   std::unreachable();
 }
 
+int Type::field_index(std::string_view field) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == field) return static_cast<int>(i);
+  return -1;
+}
+
 uint32_t Type::pointee_size() const {
   const Type* p = pointee();
   if (!p) return 1;
@@ -63,7 +70,8 @@ std::string Type::name() const {
     case TypeKind::Timestamp: return "timestamp";
     case TypeKind::Tuple: {
       std::string s = "(";
-      for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i].name();
+      for (size_t i = 0; i < elems.size(); ++i)
+        s += (i ? ", " : "") + (names.empty() ? "" : names[i] + "=") + elems[i].name();
       return s + ")";
     }
   }
@@ -77,7 +85,7 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::Bool: return true;
     case TypeKind::Int: return a.size == b.size && a.is_signed == b.is_signed;
     case TypeKind::String: return a.size == b.size;
-    case TypeKind::Tuple: return a.elems == b.elems;
+    case TypeKind::Tuple: return a.elems == b.elems && a.names == b.names;
     case TypeKind::Record: return a.btf_id == b.btf_id;
     case TypeKind::Inet:
     case TypeKind::MacAddr:
@@ -114,14 +122,16 @@ bool unify(const Type& a, const Type& b, Type& out) {
   }
   if (a.kind == TypeKind::Array && !(a == b)) return false;
   if (a.is_tuple()) {
-    if (a.elems.size() != b.elems.size()) return false;
+    if (a.elems.size() != b.elems.size() || a.names.empty() != b.names.empty()) return false;
     std::vector<Type> elems;
     for (size_t i = 0; i < a.elems.size(); ++i) {
+      // A record's fields pair up by name.
+      const int j = a.names.empty() ? static_cast<int>(i) : b.field_index(a.names[i]);
       Type e;
-      if (!unify(a.elems[i], b.elems[i], e)) return false;
+      if (j < 0 || !unify(a.elems[i], b.elems[j], e)) return false;
       elems.push_back(e);
     }
-    out = Type::tuple(std::move(elems));
+    out = Type::tuple(std::move(elems), a.names);
     return true;
   }
   out = a;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,7 +20,7 @@ enum class TypeKind {
   Int,     // size 1/2/4/8 and signedness as declared; 8 bytes in memory
   Bool,    // comparisons and logical operators; 8 bytes in memory
   String,  // fixed capacity `size` bytes including the NUL
-  Tuple,   // elems, each at offsets[i]
+  Tuple,   // elems, each at offsets[i]; a record (a=1, b="x") when `names` is set
   Record,  // a kernel struct or union (btf_id) at an address: a base for field access
   Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
   Stack,   // kstack/ustack (user): u64 stack id, u64 pid; size = frame limit
@@ -48,6 +49,7 @@ struct Type {
   StackMode stack_mode = StackMode::Bpftrace;  // Stack
   std::vector<Type> elems;
   std::vector<uint32_t> offsets;
+  std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
 
   static Type none() { return {}; }
   static Type integer(uint32_t size, bool is_signed) {
@@ -69,7 +71,7 @@ struct Type {
     t.size = capacity;
     return t;
   }
-  static Type tuple(std::vector<Type> elems);
+  static Type tuple(std::vector<Type> elems, std::vector<std::string> names = {});
   static Type stack(bool user, uint32_t limit, StackMode mode = StackMode::Bpftrace) {
     Type t;
     t.kind = TypeKind::Stack;
@@ -131,6 +133,9 @@ struct Type {
   bool is_string() const { return kind == TypeKind::String; }
   bool is_tuple() const { return kind == TypeKind::Tuple; }
   bool is_record() const { return kind == TypeKind::Record; }
+  bool is_named_tuple() const { return kind == TypeKind::Tuple && !names.empty(); }
+  // A record's field index by name, or -1.
+  int field_index(std::string_view field) const;
   // The type a pointer points to, or nullptr (not a pointer, void, unknown).
   const Type* pointee() const { return is_pointer && !elems.empty() ? &elems[0] : nullptr; }
   // Bytes one element occupies in the kernel or user memory a pointer points
@@ -148,7 +153,8 @@ struct Type {
 bool operator==(const Type& a, const Type& b);
 
 // A type both may be stored as (strings widen to the larger capacity, ints to
-// int64/uint64); false when they cannot share a slot.
+// int64/uint64); false when they cannot share a slot. Records unify when they
+// have the same field names in any order; the result keeps a's order.
 bool unify(const Type& a, const Type& b, Type& out);
 
 inline uint32_t align8(uint32_t n) { return (n + 7) & ~7u; }

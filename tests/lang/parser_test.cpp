@@ -105,6 +105,8 @@ probe BEGIN
 )"},
       {"config = { BPFTRACE_MAX_STRLEN = \"1k\"; }; BEGIN { }", "config\n BPFTRACE_MAX_STRLEN = \"1k\"\nprobe BEGIN\n"},
       {"struct X {\n  int a;\n};\nBEGIN { }", "c_definition\n struct X {\n   int a;\n };\nprobe BEGIN\n"},
+      {"let @a = lruhash(10);\nBEGIN { } let @b = percpuhash(0x10);",
+       "map_decl @a = lruhash(10)\nmap_decl @b = percpuhash(16)\nprobe BEGIN\n"},
   });
 }
 
@@ -413,6 +415,22 @@ TEST(Parser, Expressions) {
     int 2
    int 3
 )"},
+      {"BEGIN { $r = (a=1, pid=(x=2), c=\"s\",); $e = (b = 3) == $r; }",
+       R"(probe BEGIN
+ assign =
+  variable $r
+  record a pid c
+   int 1
+   record x
+    int 2
+   string "s"
+ assign =
+  variable $e
+  binop ==
+   record b
+    int 3
+   variable $r
+)"},
       {"BEGIN { $z = $a[1].b->c; $y = args.filename; $w = args->x; $v = @m[1][2]; $u = -$x++ }",
        R"(probe BEGIN
  assign =
@@ -617,13 +635,19 @@ TEST(Parser, Errors) {
       {"uprobe:lib:\"f { }", {"1:12-18: unterminated string"}},
       {"struct X { int a;", {"1:18-18: unexpected end of file, expected }"}},
       {"config = { a = ; } BEGIN { }", {"1:16-17: syntax error, unexpected ;, expected config value"}},
+      {"BEGIN { $r = (a=1, a=2); }", {"1:20-21: Duplicate field name in record: a"}},
+      {"BEGIN { $r = (a=1, 2); }", {"1:20-21: syntax error, unexpected integer, expected field name"}},
+      {"BEGIN { $r = (a=1 b=2); }", {"1:19-20: syntax error, unexpected identifier, expected )"}},
       {"BEGIN { $t.0 = 1; }", {"1:9-13: Tuples are immutable once created. Consider creating a new tuple and assigning it instead."}},
       {"BEGIN { @m[] = 1; }", {"1:12-13: syntax error, unexpected ]"}},
       {"BEGIN { $x = $0; }", {"1:14-16: param $0 is out of integer range [1, 9223372036854775807]"}},
       {"BEGIN { $x = offsetof(struct s); }", {"1:31-32: syntax error, unexpected ), expected ,"}},
       {"import \"a.bt\"; BEGIN { }", {"1:1-7: import is not supported"}},
       {"macro m($x { } BEGIN { }", {"1:12-13: syntax error, unexpected {, expected )"}},
-      {"let @a = hash(10); BEGIN { }", {"1:1-4: map declarations are not supported"}},
+      {"let $a = hash(10); BEGIN { }", {"1:5-7: syntax error, unexpected variable, expected map name"}},
+      {"let @a = 10; BEGIN { }", {"1:10-12: syntax error, unexpected integer, expected map type"}},
+      {"let @a = hash(); BEGIN { }", {"1:15-16: syntax error, unexpected ), expected integer"}},
+      {"let @a = hash(10) BEGIN { }", {"1:19-24: syntax error, unexpected identifier, expected ;"}},
   };
   for (const auto& c : cases) EXPECT_EQ(error_list(c.input), c.errors) << c.input;
 }

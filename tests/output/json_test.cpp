@@ -82,6 +82,8 @@ TEST(JsonValue, Values) {
       {T({I(1), S("b")}), R"([1,"b"])"},
       {T({I(1), T({I(2), S("x y")}), B(true)}), R"([1,[2,"x y"],true])"},
       {Value{}, "null"},
+      {Value::of_record({"a", "b"}, {I(1), S("x")}), R"({"a": 1, "b": "x"})"},
+      {T({Value::of_record({"m"}, {T({I(2), I(3)})}), I(4)}), R"([{"m": [2,3]},4])"},
       {Value::of_array({U(1), U(2), U(3), U(4)}), "[1,2,3,4]"},
       {Value::of_buffer("a\nb"), R"("a\\x0ab")"},
       // 0.26 quotes integers a double cannot hold exactly.

@@ -44,6 +44,11 @@ TEST(ValueText, Table) {
       // 0.24-0.26 strip the parentheses from any key text wrapped in them.
       {"string key in parens", S("(x)"), "(x)", "x"},
       {"string key with one paren", S("(x"), "(x", "(x"},
+      // Records (0.25) print like structs, also as keys.
+      {"record", Value::of_record({"a", "c"}, {I(0), S("str")}), "{ .a = 0, .c = str }", "{ .a = 0, .c = str }"},
+      {"record nested", Value::of_record({"d", "e"}, {T({I(5), I(6)}), Value::of_record({"x"}, {I(1)})}),
+       "{ .d = (5, 6), .e = { .x = 1 } }", "{ .d = (5, 6), .e = { .x = 1 } }"},
+      {"tuple of records", T({Value::of_record({"m"}, {I(2)}), I(3)}), "({ .m = 2 }, 3)", "{ .m = 2 }, 3"},
   };
   for (const TextCase& c : cases) {
     EXPECT_EQ(to_text(c.value), c.text) << c.name;

@@ -328,5 +328,79 @@ TEST(Sema, BlockScoping) {
   });
 }
 
+TEST(Sema, MapDeclarations) {
+  struct Case {
+    std::string text;
+    std::string map;  // the map the declaration names
+    bool lru, percpu;
+    uint32_t max_entries;
+  };
+  const std::vector<Case> cases = {
+      {"let @a = hash(7); BEGIN { @a[1] = 1; }", "@a", false, false, 7},
+      {"let @a = lruhash(4); BEGIN { @a[1] = 1; }", "@a", true, false, 4},
+      {"let @a = percpuhash(3); BEGIN { @a[1] = count(); }", "@a", false, true, 3},
+      {"let @a = percpulruhash(2); BEGIN { @a[1] = hist(1); }", "@a", true, true, 2},
+      {"BEGIN { @a[1] = 1; } let @a = lruhash(9);", "@a", true, false, 9},
+      {"let @b = hash(5); BEGIN { @a[1] = 1; @b = 2; }", "@a", false, false, 4096},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto a = analyse_text(c.text);
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    const MapInfo* m = nullptr;
+    for (const auto& mi : a.typed->maps)
+      if (mi.name == c.map) m = &mi;
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->lru, c.lru);
+    EXPECT_EQ(m->percpu, c.percpu);
+    EXPECT_EQ(m->max_entries, c.max_entries);
+  }
+  auto unused = analyse_text("let @u = hash(2); BEGIN { @a = 1; }");
+  ASSERT_TRUE(unused.typed.has_value());
+  EXPECT_NE(unused.diags.find("stdin:1:1-17: WARNING: Unused map: @u"), std::string::npos) << unused.diags;
+  check_err({
+      {"let @a = hashmap(2); BEGIN { @a[1] = 1; }",
+       "stdin:1:10-17: ERROR: Invalid bpf map type: hashmap\nlet @a = hashmap(2); BEGIN { @a[1] = 1; }\n"
+       "         ~~~~~~~\nHINT: Valid map types: hash, lruhash, percpuhash, percpulruhash"},
+      {"let @a = hash(2); BEGIN { @a[1] = count(); }",
+       "stdin:1:27-32: ERROR: Incompatible map types. Type from declaration: hash. Type from value/key type: "
+       "percpuhash"},
+      {"let @a = percpulruhash(2); BEGIN { @a[1] = 1; }",
+       "Incompatible map types. Type from declaration: percpulruhash. Type from value/key type: hash"},
+      {"let @a = hash(0); BEGIN { @a[1] = 1; }", "stdin:1:1-17: ERROR: Invalid number of entries for @a: 0"},
+      {"let @a = hash(4294967296); BEGIN { @a[1] = 1; }", "Invalid number of entries for @a: 4294967296"},
+      {"let @a = hash(2); let @a = lruhash(3); BEGIN { @a[1] = 1; }",
+       "stdin:1:19-38: ERROR: Map @a is already declared"},
+  });
+}
+
+TEST(Sema, TuplesAndRecords) {
+  check_ok({
+      {"BEGIN { @r = (a=1, b=\"x\"); }", "@r[]=(a=int64, b=string[2])/plain", "", {{"(a=1, b=\"x\")", "(a=int64, b=string[2])"}}},
+      // A record assigned with its fields in another order keeps the first order.
+      {"BEGIN { @r = (a=1, b=\"x\"); @r = (b=\"yyy\", a=2); }", "@r[]=(a=int64, b=string[4])/plain"},
+      {"BEGIN { $r = (a=1, b=(c=\"s\", d=2)); @x = $r.b.c; }", "@x[]=string[2]/plain", "", {{"$r.b", "(c=string[2], d=int64)"}}},
+      {"BEGIN { @k[(a=1, b=2)] = 1; @k[(b=3, a=4)] = 2; }", "@k[(a=int64, b=int64)]=int64/plain"},
+      {"BEGIN { @e = (1, \"a\") == (2, \"abc\"); @f = (a=1) != (a=2); }", "@e[]=bool/plain;@f[]=bool/plain"},
+      // Tuple variables widen their strings to the longest value assigned,
+      // also for reads before the wider assignment.
+      {"BEGIN { $t = (\"a\", 1); @x = $t; $t = (\"abcdef\", 2); }", "@x[]=(string[7], int64)/plain"},
+      {"BEGIN { @t[1, (2, \"a\")] = 1; @t[3, (4, \"bcd\")] = 2; }", "@t[(int64, (int64, string[4]))]=int64/plain"},
+  });
+  check_err({
+      {"BEGIN { $r = (a=1); @x = $r.c; }", "stdin:1:26-30: ERROR: Record has no field named 'c': (a=int64)"},
+      {"BEGIN { $r = (a=1); @x = $r.0; }", "Record has no field named '0'"},
+      {"BEGIN { @x = (a=1) == (b=1); }",
+       "stdin:1:14-28: ERROR: Type mismatch for '==': comparing '(a=int64)' with '(b=int64)'"},
+      {"BEGIN { @x = (1, 2) == (1, \"a\"); }", "Type mismatch for '==': comparing '(int64, int64)' with '(int64, string[2])'"},
+      {"BEGIN { @x = (1, 2) == (1, 2, 3); }", "Type mismatch for '=='"},
+      {"BEGIN { @x = (a=1) < (a=2); }", "Type mismatch for '<'"},
+      {"BEGIN { $x = (a=1); $x = (1,); }", "Type mismatch for $x: trying to assign value of type '(int64)'"},
+      {"BEGIN { @x = (a=1, b=2); @x = (a=1, c=2); }", "Type mismatch for @x"},
+      {"BEGIN { @x[(a=1)] = 1; @x[(b=1)] = 1; }", "Argument mismatch for @x"},
+      {"BEGIN { $t = (1, \"a\"); $t = (\"a\", 1); }", "Type mismatch for $t"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
