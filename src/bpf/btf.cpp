@@ -1,6 +1,7 @@
 // Kernel BTF lookups over libbpf's struct btf (see btf.h).
 #include "bpf/btf.h"  // also libbpf's <bpf/btf.h> (#include_next)
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
@@ -537,6 +538,33 @@ std::optional<std::vector<BtfParam>> Btf::func_params(uint32_t func_id) const {
   const btf_type* proto = btf__type_by_id(s.btf, f->type);
   if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
   return params_of(s.btf, proto, 0);
+}
+
+std::optional<uint32_t> Btf::func_return(uint32_t func_id) const {
+  State& s = state();
+  if (!s.btf || func_id == 0 || func_id >= btf__type_cnt(s.btf)) return std::nullopt;
+  const btf_type* f = btf__type_by_id(s.btf, func_id);
+  if (!btf_is_func(f)) return std::nullopt;
+  const btf_type* proto = btf__type_by_id(s.btf, f->type);
+  if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
+  return proto->type;
+}
+
+std::vector<std::pair<std::string, uint32_t>> Btf::funcs_matching(std::string_view glob) const {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  State& s = state();
+  if (!s.btf) return out;
+  const uint32_t n = btf__type_cnt(s.btf);
+  for (uint32_t id = 1; id < n; ++id) {
+    const btf_type* t = btf__type_by_id(s.btf, id);
+    if (!btf_is_func(t)) continue;
+    std::string_view name = btf__name_by_offset(s.btf, t->name_off);
+    if (!name.empty() && glob_match(glob, name)) out.emplace_back(std::string(name), id);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+            out.end());
+  return out;
 }
 
 std::optional<uint32_t> Btf::tracepoint_btf_id(std::string_view event) const {
