@@ -615,9 +615,12 @@ class Session {
       }
     }
     while (!exiting_) {
+      // The watched process's mappings are gone once it exits: keep a fresh
+      // copy for its user stacks (checked every 100 ms).
+      if (watch_pid > 0 && symbolizer_) symbolizer_->refresh(static_cast<uint32_t>(watch_pid));
       epoll_event events[4];
       // Lost events are reported once a second while running.
-      int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : 1000);
+      int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : watch_pid > 0 ? 100 : 1000);
       if (n < 0 && errno != EINTR) break;
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == 1) {

@@ -40,9 +40,7 @@ std::string Symbolizer::symbol(bool user, uint64_t addr, uint32_t pid) const {
   return user_frame(pid, addr, false);
 }
 
-const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const {
-  auto it = maps_.find(pid);
-  if (it != maps_.end()) return it->second;
+std::vector<Symbolizer::Mapping> Symbolizer::read_maps(uint32_t pid) {
   std::vector<Mapping> maps;
   std::ifstream f(fmt::format("/proc/{}/maps", pid));
   std::string line;
@@ -56,7 +54,18 @@ const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const 
     if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) m.path = line.substr(path_at);
     if (perms[2] == 'x' && m.path.starts_with("/")) maps.push_back(std::move(m));
   }
-  return maps_[pid] = std::move(maps);
+  return maps;
+}
+
+const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const {
+  auto it = maps_.find(pid);
+  if (it != maps_.end()) return it->second;
+  return maps_[pid] = read_maps(pid);
+}
+
+void Symbolizer::refresh(uint32_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps.empty()) maps_[pid] = std::move(maps);
 }
 
 std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path) const {
