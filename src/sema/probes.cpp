@@ -78,6 +78,22 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   return parts;
 }
 
+// Splits an attach point at ':' outside double quotes and drops the quotes
+// of a quoted segment (uprobe:BIN:cpp:"ns::f" has four parts).
+std::vector<std::string> split_attach_point(std::string_view s) {
+  std::vector<std::string> parts(1);
+  bool quoted = false;
+  for (char c : s) {
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == ':' && !quoted)
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  return parts;
+}
+
 std::optional<uint64_t> parse_u64(std::string_view s) {
   uint64_t v = 0;
   if (s.empty()) return std::nullopt;
@@ -386,7 +402,8 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
 
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid) {
-  auto parts = split(text, ':');
+  auto owned_parts = split_attach_point(text);
+  std::vector<std::string_view> parts(owned_parts.begin(), owned_parts.end());
   const ProviderRow* row = find_provider(parts[0]);
   if (!row) {
     diags.error(loc, fmt::format("Invalid probe type: {}", parts[0]));
@@ -455,34 +472,52 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
     }
     case ProbeKind::Uprobe:
     case ProbeKind::Uretprobe: {
-      // uprobe:BIN:FUNC, uprobe:BIN:FUNC+OFF, uprobe:BIN:0xOFF; BIN may be a
-      // library name (libc) resolved through ld.so.cache; FUNC may have *.
-      if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
-        diags.error(loc, fmt::format("{} probe must be {}:BINARY:FUNCTION", row->canonical, row->canonical));
+      // uprobe:BIN:FUNC, uprobe:BIN:FUNC+OFF, uprobe:BIN:0xOFF,
+      // uprobe:BIN:cpp:"ns::f" (C++ functions by demangled name, every
+      // overload); BIN may be a library name (libc) resolved through
+      // ld.so.cache; FUNC may have *.
+      const bool cpp = parts.size() == 4 && parts[2] == "cpp";
+      if ((parts.size() != 3 && !cpp) || parts[1].empty() || parts.back().empty()) {
+        diags.error(loc, fmt::format("{} probe must be {}:BINARY:FUNCTION or {}:BINARY:cpp:\"NAMESPACE::FUNCTION\"",
+                                     row->canonical, row->canonical, row->canonical));
         return std::nullopt;
       }
       auto binary = open_binary(parts[1], loc, diags);
       if (!binary) return std::nullopt;
       const auto& [path, elf] = *binary;
-      std::string_view spec = parts[2];
+      std::string_view spec = parts.back();
       auto add = [&](std::string func, uint64_t offset, std::string name) {
         out.targets.push_back({.name = std::move(name), .format = {}, .path = path, .offset = offset,
                                .func = std::move(func), .loc = loc});
       };
-      if (spec.starts_with("0x")) {
+      if (spec.starts_with("0x") && !cpp) {
         auto off = std::strtoull(std::string(spec).c_str(), nullptr, 16);
         add(std::string(spec), off, fmt::format("{}:{}:{}", row->canonical, path, spec));
         return out;
       }
       uint64_t extra = 0;
-      if (auto plus = spec.find('+'); plus != std::string_view::npos) {
+      std::string_view plus_text;
+      if (auto plus = spec.find('+'); plus != std::string_view::npos && !cpp) {
         auto n = parse_u64(spec.substr(plus + 1));
         if (!n) {
           diags.error(loc, fmt::format("invalid offset in {}", spec));
           return std::nullopt;
         }
         extra = *n;
+        plus_text = spec.substr(plus);
         spec = spec.substr(0, plus);
+      }
+      if (cpp) {
+        // `func` and `probe` name the demangled function, parameters included.
+        for (const auto& [mangled, demangled] : elf->match_cpp(spec)) {
+          auto off = elf->file_offset(mangled);
+          if (off) add(demangled, *off, fmt::format("{}:{}:cpp:{}", row->canonical, path, demangled));
+        }
+        if (out.targets.empty()) {
+          diags.error(loc, fmt::format("no C++ function in {} matches {}", path, spec));
+          return std::nullopt;
+        }
+        return out;
       }
       std::vector<std::string> funcs;
       if (spec.find_first_of("*?") != std::string_view::npos)
@@ -495,7 +530,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
           diags.error(loc, fmt::format("function {} not found in {}", f, path));
           return std::nullopt;
         }
-        add(f, *off + extra, fmt::format("{}:{}:{}", row->canonical, path, f));
+        add(f, *off + extra, fmt::format("{}:{}:{}{}", row->canonical, path, f, plus_text));
       }
       if (out.targets.empty()) {
         diags.error(loc, fmt::format("no function in {} matches {}", path, spec));

@@ -83,6 +83,10 @@ class ElfSymbols {
   std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
   // Sorted, unique function names matching a glob (*, ?, [..]).
   std::vector<std::string> match(std::string_view glob) const;
+  // C++ functions whose demangled name without its parameters ("ns::f" of
+  // "ns::f(int)") matches a glob: {mangled, demangled} pairs, sorted by the
+  // demangled name (uprobe:BIN:cpp:"ns::f" probes every overload).
+  std::vector<std::pair<std::string, std::string>> match_cpp(std::string_view glob) const;
   // The function containing vaddr (for user stacks / usym()).
   std::optional<std::string> name_at(uint64_t vaddr) const;
   // "func+off" (decimal, as bpftrace stacks; "+0" included), else hex_address.
