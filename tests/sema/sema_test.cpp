@@ -220,8 +220,10 @@ TEST(Sema, Errors) {
   });
 }
 
-TEST(Sema, UsdtErrors) {
+TEST(Sema, UserProbeErrors) {
   check_err({
+      {"uprobe:libc:cpp:\"no_such_ns::f\" { }", "no C++ function in /lib/x86_64-linux-gnu/libc.so.6 matches no_such_ns::f"},
+      {"uprobe:libc:c:f:g { }", "uprobe probe must be uprobe:BINARY:FUNCTION or uprobe:BINARY:cpp:"},
       {"usdt:libnosuchlib_bpfscope:probe { }", "binary or library not found: libnosuchlib_bpfscope"},
       {"usdt:/usr/bin/python3.11 { }", "usdt probe must be usdt:BINARY:[PROVIDER:]NAME"},
       {"usdt:/usr/bin/python3.11:python:no__such { }", "no USDT probe python:no__such in /usr/bin/python3.11"},
