@@ -43,8 +43,9 @@ OPTIONS:
     -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
                    bpf (libbpf; a disassembly), verifier (the kernel's log), all
     -l [PATTERN]   list probes matching PATTERN: tracepoint:CAT:EVENT, rawtracepoint:EVENT,
-                   software:EVENT, uprobe:BINARY:FUNC (globs; default: the first three);
-                   with -v, also their arguments
+                   software:EVENT, uprobe:BINARY:FUNC, usdt:BINARY:[PROVIDER:]NAME (usdt:* with
+                   -p: the process's files), iter:NAME, kprobe:FUNC, fentry:vmlinux:FUNC
+                   (globs; default: the first three); with -v, also their arguments
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
@@ -112,8 +113,8 @@ uint32_t env_u32(const char* name, const char* old_name, uint32_t def) {
   return (*end || x == 0) ? def : static_cast<uint32_t>(x);
 }
 
-int list_probes(const std::string& pattern, bool verbose) {
-  auto out = sema::list_probes(pattern, verbose);
+int list_probes(const std::string& pattern, bool verbose, int pid) {
+  auto out = sema::list_probes(pattern, verbose, pid);
   if (!out) {
     fmt::print(stderr, "ERROR: {}\n", out.error());
     return 1;
@@ -154,6 +155,7 @@ int compile_and_run(Cli& cli) {
   sopts.positional = cli.positional;
   sopts.has_child = child.has_value();
   sopts.unsafe = cli.unsafe;
+  sopts.target_pid = cli.run.target_pid;
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
@@ -279,7 +281,7 @@ int main(int argc, char** argv) {
         return 1;
     }
   }
-  if (want_list) return list_probes(optind < argc ? argv[optind] : "", cli.run.verbose);
+  if (want_list) return list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid);
   if (!cli.have_program) {
     if (optind >= argc) {
       fmt::print(stderr, "ERROR: no program given (use -e 'program', a file, or - for stdin)\n{}", kUsage);

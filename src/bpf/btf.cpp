@@ -2,6 +2,7 @@
 // for files and for the script's own types (see btf.h).
 #include "bpf/btf.h"  // also libbpf's <bpf/btf.h> (#include_next)
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -725,6 +726,33 @@ std::optional<std::vector<BtfParam>> Btf::func_params(uint32_t func_id) const {
   const btf_type* proto = s.t.type(f->type);
   if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
   return params_of(s.t, proto, 0);
+}
+
+std::optional<uint32_t> Btf::func_return(uint32_t func_id) const {
+  State& s = state();
+  if (!s.t.ok() || func_id == 0 || func_id >= s.t.count()) return std::nullopt;
+  const btf_type* f = s.t.type(func_id);
+  if (!btf_is_func(f)) return std::nullopt;
+  const btf_type* proto = s.t.type(f->type);
+  if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
+  return proto->type;
+}
+
+std::vector<std::pair<std::string, uint32_t>> Btf::funcs_matching(std::string_view glob) const {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  State& s = state();
+  if (!s.t.ok()) return out;
+  const uint32_t n = s.t.count();
+  for (uint32_t id = 1; id < n; ++id) {
+    const btf_type* t = s.t.type(id);
+    if (!btf_is_func(t)) continue;
+    std::string_view name = s.t.str(t->name_off);
+    if (!name.empty() && glob_match(glob, name)) out.emplace_back(std::string(name), id);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+            out.end());
+  return out;
 }
 
 std::optional<uint32_t> Btf::tracepoint_btf_id(std::string_view event) const {

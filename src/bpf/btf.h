@@ -136,6 +136,11 @@ class Btf {
   std::optional<uint32_t> find_func(std::string_view name) const;
   // A function's parameters (from its FUNC id), with names.
   std::optional<std::vector<BtfParam>> func_params(uint32_t func_id) const;
+  // A function's declared return type (0: void); nullopt if not a FUNC.
+  std::optional<uint32_t> func_return(uint32_t func_id) const;
+  // Every FUNC whose name matches a glob (glob_match), as {name, id}, sorted
+  // by name, each name once (-l fentry:*, iter:*).
+  std::vector<std::pair<std::string, uint32_t>> funcs_matching(std::string_view glob) const;
   // tp_btf/raw tracepoint arguments of an event ("sched_switch", or
   // "sched:sched_switch"): the btf_trace_<event> prototype without its leading
   // `void *`. Names come from the __bpf_trace_<event> function when the kernel

@@ -456,24 +456,27 @@ class Session {
             auto link = bpf::attach_uprobe(fd, t.path, t.offset, ret, o_.target_pid, t.ref_ctr);
             if (!link) return attach_error(t, link.error().message);
             if (o_.verbose)
-              fmt::print(stderr, "{}: {} PMU perf_event at offset {:#x}{}\n", t.name, ret ? "uretprobe" : "uprobe",
-                         t.offset, o_.target_pid > 0 ? fmt::format(", pid {}", o_.target_pid) : "");
+              fmt::print(stderr, "{}: {} PMU perf_event at offset {:#x}{}{}\n", t.name, ret ? "uretprobe" : "uprobe",
+                         t.offset, t.ref_ctr ? fmt::format(", semaphore (ref_ctr) at offset {:#x}", t.ref_ctr) : "",
+                         o_.target_pid > 0 ? fmt::format(", pid {}", o_.target_pid) : "");
             links_.push_back(std::move(*link));
             break;
           }
-          case sema::ProbeKind::Software: {
-            auto links = bpf::attach_perf_software(fd, t.perf_config, t.period, false, -1);
-            if (!links) return attach_error(t, links.error().message);
-            if (o_.verbose) fmt::print(stderr, "{}: perf_event software on {} CPU(s)\n", t.name, links->size());
-            for (auto& l : *links) links_.push_back(std::move(l));
-            break;
-          }
+          case sema::ProbeKind::Software:
           case sema::ProbeKind::Interval:
           case sema::ProbeKind::Profile: {
-            int cpu = unit.kind == sema::ProbeKind::Interval ? 0 : -1;
-            auto links = bpf::attach_perf_software(fd, PERF_COUNT_SW_CPU_CLOCK, t.period, t.freq, cpu);
+            // software and profile sample the -p process alone (one event that
+            // follows it across CPUs), else every CPU; interval ticks on CPU 0.
+            bool interval = unit.kind == sema::ProbeKind::Interval;
+            bool software = unit.kind == sema::ProbeKind::Software;
+            int pid = interval ? -1 : o_.target_pid;
+            uint64_t config = software ? t.perf_config : static_cast<uint64_t>(PERF_COUNT_SW_CPU_CLOCK);
+            auto links = bpf::attach_perf_software(fd, config, t.period,
+                                                   !software && t.freq, interval ? 0 : -1, pid);
             if (!links) return attach_error(t, links.error().message);
-            if (o_.verbose) fmt::print(stderr, "{}: perf_event cpu-clock on {} CPU(s)\n", t.name, links->size());
+            if (o_.verbose)
+              fmt::print(stderr, "{}: perf_event {} {}\n", t.name, software ? "software" : "cpu-clock",
+                         pid > 0 ? fmt::format("for pid {}", pid) : fmt::format("on {} CPU(s)", links->size()));
             for (auto& l : *links) links_.push_back(std::move(l));
             break;
           }
@@ -613,9 +616,12 @@ class Session {
       }
     }
     while (!exiting_) {
+      // The watched process's mappings are gone once it exits: keep a fresh
+      // copy for its user stacks (checked every 100 ms).
+      if (watch_pid > 0 && symbolizer_) symbolizer_->refresh(static_cast<uint32_t>(watch_pid));
       epoll_event events[4];
       // Lost events are reported once a second while running.
-      int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : 1000);
+      int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : watch_pid > 0 ? 100 : 1000);
       if (n < 0 && errno != EINTR) break;
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == 1) {

@@ -1,5 +1,7 @@
 #include "runtime/symbolizer.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -40,9 +42,7 @@ std::string Symbolizer::symbol(bool user, uint64_t addr, uint32_t pid) const {
   return user_frame(pid, addr, false);
 }
 
-const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const {
-  auto it = maps_.find(pid);
-  if (it != maps_.end()) return it->second;
+std::vector<Symbolizer::Mapping> Symbolizer::read_maps(uint32_t pid) {
   std::vector<Mapping> maps;
   std::ifstream f(fmt::format("/proc/{}/maps", pid));
   std::string line;
@@ -56,10 +56,29 @@ const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const 
     if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) m.path = line.substr(path_at);
     if (perms[2] == 'x' && m.path.starts_with("/")) maps.push_back(std::move(m));
   }
-  return maps_[pid] = std::move(maps);
+  return maps;
+}
+
+const std::vector<Symbolizer::Mapping>& Symbolizer::maps_of(uint32_t pid) const {
+  auto it = maps_.find(pid);
+  if (it != maps_.end()) return it->second;
+  return maps_[pid] = read_maps(pid);
+}
+
+void Symbolizer::refresh(uint32_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps.empty()) maps_[pid] = std::move(maps);
 }
 
 std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path) const {
+  // Mappings read before the process exec'd (a -c child is read as soon as
+  // it exists) do not cover its new image: read them again once.
+  auto covers = [addr](const std::vector<Mapping>& maps) {
+    return std::any_of(maps.begin(), maps.end(), [addr](const Mapping& m) { return addr >= m.start && addr < m.end; });
+  };
+  if (!covers(maps_of(pid))) {
+    if (auto fresh = read_maps(pid); !fresh.empty()) maps_[pid] = std::move(fresh);
+  }
   for (const auto& m : maps_of(pid)) {
     if (addr < m.start || addr >= m.end) continue;
     if (path) *path = m.path;

@@ -18,18 +18,23 @@ class Symbolizer : public Resolver {
 
   std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override;
   std::string symbol(bool user, uint64_t addr, uint32_t pid) const override;
+  // Re-reads the mappings of a live process (the -c child or -p target), so
+  // that its user stacks still symbolize when the maps print after it exited.
+  // Keeps the previous snapshot if the process is gone.
+  void refresh(uint32_t pid);
 
  private:
   struct Mapping {
     uint64_t start, end, offset;
     std::string path;
   };
+  static std::vector<Mapping> read_maps(uint32_t pid);
   const std::vector<Mapping>& maps_of(uint32_t pid) const;
   std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path = nullptr) const;
 
   int kstack_fd_, ustack_fd_;
   symbols::KernelSymbols kernel_;
-  mutable std::map<uint32_t, std::vector<Mapping>> maps_;  // by pid, read once
+  mutable std::map<uint32_t, std::vector<Mapping>> maps_;  // by pid, read once (or refreshed)
 };
 
 }  // namespace bpfscope::runtime

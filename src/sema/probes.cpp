@@ -8,6 +8,7 @@
 #include <cctype>
 #include <algorithm>
 #include <charconv>
+#include <tuple>
 
 namespace bpfscope::sema {
 namespace {
@@ -73,6 +74,22 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
       parts.push_back(s.substr(start, i - start));
       start = i + 1;
     }
+  }
+  return parts;
+}
+
+// Splits an attach point at ':' outside double quotes and drops the quotes
+// of a quoted segment (uprobe:BIN:cpp:"ns::f" has four parts).
+std::vector<std::string> split_attach_point(std::string_view s) {
+  std::vector<std::string> parts(1);
+  bool quoted = false;
+  for (char c : s) {
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == ':' && !quoted)
+      parts.emplace_back();
+    else
+      parts.back() += c;
   }
   return parts;
 }
@@ -187,6 +204,28 @@ std::optional<std::pair<std::string, std::shared_ptr<const symbols::ElfSymbols>>
   return std::pair{*path, *elf};
 }
 
+// The argument specs of a USDT note ("8@%rbp -4@%eax"), one per argument.
+std::vector<std::string_view> usdt_arg_specs(std::string_view args) {
+  std::vector<std::string_view> out;
+  for (auto one : split(args, ' '))
+    if (!one.empty()) out.push_back(one);
+  return out;
+}
+
+// The files a usdt attach point or listing searches: the named binary or
+// library, or for "*" every file mapped by process pid (by every process when
+// there is no -p).
+std::expected<std::vector<std::string>, std::string> usdt_files(std::string_view target, int pid) {
+  if (target != "*") {
+    auto path = symbols::resolve_binary(target);
+    if (!path) return std::unexpected(fmt::format("binary or library not found: {}", target));
+    return std::vector<std::string>{*path};
+  }
+  auto files = symbols::mapped_binaries(pid);
+  if (files.empty() && pid > 0) return std::unexpected(fmt::format("cannot read the mappings of process {}", pid));
+  return files;
+}
+
 struct SoftwareEvent {
   std::string_view name;
   std::string_view alias;
@@ -211,7 +250,7 @@ constexpr std::array kSoftwareEvents = {
 
 }  // namespace
 
-std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose) {
+std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid) {
   std::string pat = pattern.empty() ? "*" : std::string(pattern);
   auto parts = split(pat, ':');
   std::string_view provider = parts[0];
@@ -219,6 +258,13 @@ std::expected<std::string, std::string> list_probes(std::string_view pattern, bo
   if (provider != "*" && !row) return std::unexpected(fmt::format("Invalid probe type: {}", provider));
   auto wants = [&](ProbeKind k) { return !row || row->kind == k; };
   auto part = [&](size_t i) { return i < parts.size() ? parts[i] : std::string_view("*"); };
+  // "type name" as the -lv lines print it ("const char *filename", "int dfd").
+  auto typed_name = [](std::string type, std::string_view name) {
+    auto bracket = type.find('[');
+    std::string suffix = bracket == std::string::npos ? "" : type.substr(bracket);
+    if (bracket != std::string::npos) type.erase(bracket);
+    return fmt::format("    {}{}{}{}\n", type, type.ends_with("*") ? "" : " ", name, suffix);
+  };
   std::string out;
   bpf::Btf btf;
   if (wants(ProbeKind::Tracepoint)) {
@@ -229,13 +275,7 @@ std::expected<std::string, std::string> list_probes(std::string_view pattern, bo
       if (!verbose) continue;
       auto colon = n.find(':');
       if (auto f = bpf::read_tracepoint_format(n.substr(0, colon), n.substr(colon + 1)))
-        for (const auto& field : f->fields) {
-          std::string type = field.type;
-          auto bracket = type.find('[');
-          std::string suffix = bracket == std::string::npos ? "" : type.substr(bracket);
-          if (bracket != std::string::npos) type.erase(bracket);
-          out += fmt::format("    {}{}{}{}\n", type, type.ends_with("*") ? "" : " ", field.name, suffix);
-        }
+        for (const auto& field : f->fields) out += typed_name(field.type, field.name);
     }
   }
   if (wants(ProbeKind::RawTracepoint)) {
@@ -249,28 +289,110 @@ std::expected<std::string, std::string> list_probes(std::string_view pattern, bo
       out += "rawtracepoint:" + ev + "\n";
       if (!verbose) continue;
       if (auto params = btf.tracepoint_args(ev))
-        for (const auto& p : *params) {
-          std::string type = btf.type_name(p.type_id);
-          out += fmt::format("    {}{}{}\n", type, type.ends_with("*") ? "" : " ", p.name);
-        }
+        for (const auto& p : *params) out += typed_name(btf.type_name(p.type_id), p.name);
     }
   }
   if (wants(ProbeKind::Software)) {
     for (const auto& e : kSoftwareEvents)
       if (bpf::glob_match(part(1), e.name)) out += fmt::format("software:{}:\n", e.name);
   }
-  if (row && (row->kind == ProbeKind::Uprobe || row->kind == ProbeKind::Uretprobe)) {
-    if (parts.size() < 2) return std::unexpected("list uprobes of a binary: -l 'uprobe:BINARY:*'");
-    auto path = symbols::resolve_binary(parts[1]);
-    if (!path) return std::unexpected(fmt::format("binary or library not found: {}", parts[1]));
-    auto elf = symbols::cached_elf(*path);
-    if (!elf) return std::unexpected(elf.error());
-    for (const auto& f : (*elf)->match(part(2))) out += fmt::format("{}:{}:{}\n", row->canonical, *path, f);
+  if (!row) return out;
+  switch (row->kind) {
+    case ProbeKind::Tracepoint:
+    case ProbeKind::RawTracepoint:
+    case ProbeKind::Software: return out;
+    case ProbeKind::Uprobe:
+    case ProbeKind::Uretprobe: {
+      if (parts.size() < 2) return std::unexpected("list uprobes of a binary: -l 'uprobe:BINARY:*'");
+      auto path = symbols::resolve_binary(parts[1]);
+      if (!path) return std::unexpected(fmt::format("binary or library not found: {}", parts[1]));
+      auto elf = symbols::cached_elf(*path);
+      if (!elf) return std::unexpected(elf.error());
+      for (const auto& f : (*elf)->match(part(2))) out += fmt::format("{}:{}:{}\n", row->canonical, *path, f);
+      return out;
+    }
+    case ProbeKind::Usdt: {
+      // usdt:BIN[:PROVIDER]:NAME; BIN "*" lists the files of the -p process
+      // (of every process without -p). -lv adds each argument's type and spec.
+      auto files = usdt_files(part(1), pid);
+      if (!files) return std::unexpected(files.error());
+      std::string_view prov = parts.size() >= 4 ? parts[2] : "*";
+      std::string_view name = parts.size() >= 4 ? parts[3] : part(2);
+      for (const auto& path : *files) {
+        auto elf = symbols::cached_elf(path);
+        if (!elf) {
+          if (part(1) == "*") continue;
+          return std::unexpected(elf.error());
+        }
+        std::vector<const symbols::UsdtProbe*> notes;
+        for (const auto& note : (*elf)->usdt())
+          if (bpf::glob_match(prov, note.provider) && bpf::glob_match(name, note.name)) notes.push_back(&note);
+        // A probe placed at several sites is listed once.
+        std::stable_sort(notes.begin(), notes.end(), [](const auto* x, const auto* y) {
+          return std::tie(x->provider, x->name) < std::tie(y->provider, y->name);
+        });
+        for (size_t i = 0; i < notes.size(); ++i) {
+          const auto& note = *notes[i];
+          if (i > 0 && notes[i - 1]->provider == note.provider && notes[i - 1]->name == note.name) continue;
+          out += fmt::format("usdt:{}:{}:{}\n", path, note.provider, note.name);
+          if (!verbose) continue;
+          auto specs = usdt_arg_specs(note.args);
+          for (size_t k = 0; k < specs.size(); ++k) {
+            auto arg = parse_usdt_arg(specs[k]);
+            std::string type = arg ? fmt::format("{}int{}", arg->is_signed ? "" : "u", arg->size * 8) : "int64";
+            out += fmt::format("    {} arg{} ({})\n", type, k, specs[k]);
+          }
+        }
+      }
+      return out;
+    }
+    case ProbeKind::Iter: {
+      // The kernel's iterators: bpf_iter_NAME functions with a bpf_iter__NAME
+      // context; -lv adds the context's fields (ctx.task, ...).
+      for (const auto& [fn, id] : btf.funcs_matching(fmt::format("bpf_iter_{}", part(1)))) {
+        std::string iter = fn.substr(std::string_view("bpf_iter_").size());
+        if (iter.empty() || iter.starts_with("_")) continue;
+        auto ctx = btf.find_struct(fmt::format("bpf_iter__{}", iter));
+        if (!ctx) continue;
+        out += fmt::format("iter:{}\n", iter);
+        if (!verbose) continue;
+        for (const auto& m : btf.members(*ctx))
+          if (m.name != "meta") out += typed_name(btf.type_name(m.type_id), m.name);
+      }
+      return out;
+    }
+    case ProbeKind::Kprobe:
+    case ProbeKind::Kretprobe: {
+      // Kernel text symbols. They list here although this kernel cannot
+      // attach kprobes (KERNEL.md 2.2); the run reports why.
+      static const symbols::KernelSymbols kernel;
+      if (parts.size() > 2) return out;  // module:function: vmlinux symbols only
+      for (const auto& f : kernel.match(part(1))) out += fmt::format("{}:{}\n", row->canonical, f);
+      return out;
+    }
+    case ProbeKind::Fentry:
+    case ProbeKind::Fexit: {
+      // fentry:vmlinux:FUNC from the kernel's BTF; -lv adds the parameters
+      // and the return value.
+      std::string_view module = parts.size() > 2 ? parts[1] : "*";
+      std::string_view func = parts.size() > 2 ? parts[2] : part(1);
+      if (!bpf::glob_match(module, "vmlinux")) return out;
+      for (const auto& [fn, id] : btf.funcs_matching(func)) {
+        out += fmt::format("{}:vmlinux:{}\n", row->canonical, fn);
+        if (!verbose) continue;
+        if (auto params = btf.func_params(id))
+          for (const auto& p : *params) out += typed_name(btf.type_name(p.type_id), p.name);
+        if (auto ret = btf.func_return(id); ret && *ret != 0) out += typed_name(btf.type_name(*ret), "retval");
+      }
+      return out;
+    }
+    case ProbeKind::Begin:
+    case ProbeKind::End:
+    case ProbeKind::Interval:
+    case ProbeKind::Profile:
+    case ProbeKind::Hardware: break;
   }
-  if (row && !wants(ProbeKind::Tracepoint) && !wants(ProbeKind::RawTracepoint) && !wants(ProbeKind::Software) &&
-      row->kind != ProbeKind::Uprobe && row->kind != ProbeKind::Uretprobe)
-    return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
-  return out;
+  return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
 }
 
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
@@ -279,8 +401,9 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
 }
 
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
-                                                        lang::Diagnostics& diags) {
-  auto parts = split(text, ':');
+                                                        lang::Diagnostics& diags, int pid) {
+  auto owned_parts = split_attach_point(text);
+  std::vector<std::string_view> parts(owned_parts.begin(), owned_parts.end());
   const ProviderRow* row = find_provider(parts[0]);
   if (!row) {
     diags.error(loc, fmt::format("Invalid probe type: {}", parts[0]));
@@ -349,34 +472,52 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
     }
     case ProbeKind::Uprobe:
     case ProbeKind::Uretprobe: {
-      // uprobe:BIN:FUNC, uprobe:BIN:FUNC+OFF, uprobe:BIN:0xOFF; BIN may be a
-      // library name (libc) resolved through ld.so.cache; FUNC may have *.
-      if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
-        diags.error(loc, fmt::format("{} probe must be {}:BINARY:FUNCTION", row->canonical, row->canonical));
+      // uprobe:BIN:FUNC, uprobe:BIN:FUNC+OFF, uprobe:BIN:0xOFF,
+      // uprobe:BIN:cpp:"ns::f" (C++ functions by demangled name, every
+      // overload); BIN may be a library name (libc) resolved through
+      // ld.so.cache; FUNC may have *.
+      const bool cpp = parts.size() == 4 && parts[2] == "cpp";
+      if ((parts.size() != 3 && !cpp) || parts[1].empty() || parts.back().empty()) {
+        diags.error(loc, fmt::format("{} probe must be {}:BINARY:FUNCTION or {}:BINARY:cpp:\"NAMESPACE::FUNCTION\"",
+                                     row->canonical, row->canonical, row->canonical));
         return std::nullopt;
       }
       auto binary = open_binary(parts[1], loc, diags);
       if (!binary) return std::nullopt;
       const auto& [path, elf] = *binary;
-      std::string_view spec = parts[2];
+      std::string_view spec = parts.back();
       auto add = [&](std::string func, uint64_t offset, std::string name) {
         out.targets.push_back({.name = std::move(name), .format = {}, .path = path, .offset = offset,
                                .func = std::move(func), .loc = loc});
       };
-      if (spec.starts_with("0x")) {
+      if (spec.starts_with("0x") && !cpp) {
         auto off = std::strtoull(std::string(spec).c_str(), nullptr, 16);
         add(std::string(spec), off, fmt::format("{}:{}:{}", row->canonical, path, spec));
         return out;
       }
       uint64_t extra = 0;
-      if (auto plus = spec.find('+'); plus != std::string_view::npos) {
+      std::string_view plus_text;
+      if (auto plus = spec.find('+'); plus != std::string_view::npos && !cpp) {
         auto n = parse_u64(spec.substr(plus + 1));
         if (!n) {
           diags.error(loc, fmt::format("invalid offset in {}", spec));
           return std::nullopt;
         }
         extra = *n;
+        plus_text = spec.substr(plus);
         spec = spec.substr(0, plus);
+      }
+      if (cpp) {
+        // `func` and `probe` name the demangled function, parameters included.
+        for (const auto& [mangled, demangled] : elf->match_cpp(spec)) {
+          auto off = elf->file_offset(mangled);
+          if (off) add(demangled, *off, fmt::format("{}:{}:cpp:{}", row->canonical, path, demangled));
+        }
+        if (out.targets.empty()) {
+          diags.error(loc, fmt::format("no C++ function in {} matches {}", path, spec));
+          return std::nullopt;
+        }
+        return out;
       }
       std::vector<std::string> funcs;
       if (spec.find_first_of("*?") != std::string_view::npos)
@@ -389,7 +530,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
           diags.error(loc, fmt::format("function {} not found in {}", f, path));
           return std::nullopt;
         }
-        add(f, *off + extra, fmt::format("{}:{}:{}", row->canonical, path, f));
+        add(f, *off + extra, fmt::format("{}:{}:{}{}", row->canonical, path, f, plus_text));
       }
       if (out.targets.empty()) {
         diags.error(loc, fmt::format("no function in {} matches {}", path, spec));
@@ -415,38 +556,49 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       return out;
     }
     case ProbeKind::Usdt: {
-      // usdt:BIN:[PROVIDER:]NAME, with * in provider and name.
+      // usdt:BIN:[PROVIDER:]NAME, with * in provider and name; BIN "*" means
+      // every file the -p process maps.
       if (parts.size() != 3 && parts.size() != 4) {
         diags.error(loc, "usdt probe must be usdt:BINARY:[PROVIDER:]NAME");
         return std::nullopt;
       }
-      auto binary = open_binary(parts[1], loc, diags);
-      if (!binary) return std::nullopt;
-      const auto& [path, elf] = *binary;
+      auto files = usdt_files(parts[1], pid);
+      if (!files) {
+        diags.error(loc, files.error());
+        return std::nullopt;
+      }
       std::string_view provider = parts.size() == 4 ? parts[2] : "*";
       std::string_view name = parts.back();
-      for (const auto& note : elf->usdt()) {
-        if (!bpf::glob_match(provider, note.provider) || !bpf::glob_match(name, note.name)) continue;
-        AttachTarget t{.name = fmt::format("usdt:{}:{}:{}", path, note.provider, note.name), .format = {},
-                       .path = path, .offset = note.pc, .func = note.provider + ":" + note.name,
-                       .ref_ctr = note.semaphore, .loc = loc};
-        std::string_view args = note.args;
-        while (!args.empty()) {
-          size_t sp = args.find(' ');
-          std::string_view one = args.substr(0, sp);
-          args = sp == std::string_view::npos ? std::string_view{} : args.substr(sp + 1);
-          if (one.empty()) continue;
-          auto a = parse_usdt_arg(one);
-          if (!a) {
-            diags.error(loc, fmt::format("usdt {}:{}: argument spec {} is not supported", note.provider, note.name, one));
-            return std::nullopt;
-          }
-          t.usdt_args.push_back(*a);
+      for (const auto& path : *files) {
+        auto elf = symbols::cached_elf(path);
+        if (!elf) {
+          // A file of a process may be unreadable; a named one must not be.
+          if (parts[1] == "*") continue;
+          diags.error(loc, fmt::format("cannot read symbols of {}: {}", path, elf.error()));
+          return std::nullopt;
         }
-        out.targets.push_back(std::move(t));
+        for (const auto& note : (*elf)->usdt()) {
+          if (!bpf::glob_match(provider, note.provider) || !bpf::glob_match(name, note.name)) continue;
+          AttachTarget t{.name = fmt::format("usdt:{}:{}:{}", path, note.provider, note.name), .format = {},
+                         .path = path, .offset = note.pc, .func = note.provider + ":" + note.name,
+                         .ref_ctr = note.semaphore, .loc = loc};
+          for (auto one : usdt_arg_specs(note.args)) {
+            auto a = parse_usdt_arg(one);
+            if (!a) {
+              diags.error(loc,
+                          fmt::format("usdt {}:{}: argument spec {} is not supported", note.provider, note.name, one));
+              return std::nullopt;
+            }
+            t.usdt_args.push_back(*a);
+          }
+          out.targets.push_back(std::move(t));
+        }
       }
       if (out.targets.empty()) {
-        diags.error(loc, fmt::format("no USDT probe {}:{} in {}", provider, name, path));
+        std::string where = parts[1] != "*" ? (*files)[0]
+                            : pid > 0      ? fmt::format("the files mapped by process {}", pid)
+                                           : std::string("the files mapped by any process");
+        diags.error(loc, fmt::format("no USDT probe {}:{} in {}", provider, name, where));
         return std::nullopt;
       }
       return out;

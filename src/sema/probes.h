@@ -17,8 +17,9 @@ struct ResolvedAttachPoint {
 };
 
 // Resolves one attach point as written. Reports errors (unknown provider,
-// unknown tracepoint, bad interval) at loc and returns nullopt.
+// unknown tracepoint, bad interval) at loc and returns nullopt. pid is -p's
+// process (-1: none): usdt:* searches the files it maps.
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
-                                                        lang::Diagnostics& diags);
+                                                        lang::Diagnostics& diags, int pid = -1);
 
 }  // namespace bpfscope::sema

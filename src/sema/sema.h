@@ -167,6 +167,7 @@ struct Options {
   Config config;
   bool dry_run = false;  // attach points are still resolved
   bool unsafe = false;   // --unsafe: system() and signal() are allowed
+  int target_pid = -1;   // -p: usdt:* searches the files this process maps
 };
 
 // Returns nullopt when errors were reported to diags.
@@ -179,9 +180,11 @@ std::string dump(const TypedProgram& program);
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
 
 // -l [PATTERN]: the probes matching PATTERN, one per line ("" lists the
-// tracepoints, raw tracepoints and software events). With `verbose` (-lv)
-// each is followed by its arguments, indented 4 spaces. Returns an error
-// message for a provider that cannot be listed.
-std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose);
+// tracepoints, raw tracepoints and software events; also uprobe:BIN:FUNC,
+// usdt:BIN:[PROVIDER:]NAME, iter:NAME, kprobe:FUNC, fentry:vmlinux:FUNC). With
+// `verbose` (-lv) each is followed by its arguments, indented 4 spaces. pid
+// is -p's process (-1: none): usdt:* lists the files it maps. Returns an
+// error message for a provider that cannot be listed.
+std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid = -1);
 
 }  // namespace bpfscope::sema

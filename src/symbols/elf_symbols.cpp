@@ -215,6 +215,32 @@ std::vector<std::string> ElfSymbols::match(std::string_view glob) const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> ElfSymbols::match_cpp(std::string_view glob) const {
+  std::string pattern(glob);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, addr] : by_name_) {
+    if (!name.starts_with("_Z")) continue;
+    std::string full = demangle(name);
+    if (full == name) continue;
+    // The name ends where the parameter list starts: the first '(' outside
+    // template arguments that does not belong to an operator() name.
+    std::string base = full;
+    int depth = 0;
+    for (size_t i = 0; i < full.size(); ++i) {
+      char c = full[i];
+      if (c == '<') ++depth;
+      else if (c == '>' && depth > 0) --depth;
+      else if (c == '(' && depth == 0 && !std::string_view(full).substr(0, i).ends_with("operator")) {
+        base = full.substr(0, i);
+        break;
+      }
+    }
+    if (fnmatch(pattern.c_str(), base.c_str(), 0) == 0) out.emplace_back(name, std::move(full));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return out;
+}
+
 const ElfSymbols::Func* ElfSymbols::find(uint64_t vaddr) const {
   auto it = std::upper_bound(funcs_.begin(), funcs_.end(), vaddr,
                              [](uint64_t a, const Func& f) { return a < f.addr; });

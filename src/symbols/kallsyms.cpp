@@ -1,5 +1,6 @@
 // KernelSymbols: text symbols of /proc/kallsyms.
 #include <fmt/format.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <fstream>
@@ -94,6 +95,17 @@ std::optional<uint64_t> kernel_symbol_address(std::string_view name, const std::
     if (addr != 0) return addr;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> KernelSymbols::match(std::string_view glob) const {
+  load();
+  std::string pattern(glob);
+  std::vector<std::string> out;
+  for (const auto& [name, addr] : by_name_)
+    if (!name.starts_with("__pfx_") && fnmatch(pattern.c_str(), std::string(name).c_str(), 0) == 0)
+      out.emplace_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace bpfscope::symbols

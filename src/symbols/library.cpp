@@ -1,10 +1,17 @@
-// resolve_binary: uprobe/usdt targets by path, PATH lookup or ld.so.cache.
+// resolve_binary: uprobe/usdt targets by path, PATH lookup or ld.so.cache;
+// mapped_binaries: the files a process maps.
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "symbols/symbols.h"
 
@@ -50,7 +57,43 @@ bool library_matches(std::string_view key, std::string_view name) {
   return key.starts_with(name) && key.substr(name.size()).starts_with(".");
 }
 
+// Appends the executable file mappings of one process to out (each once).
+void add_mapped_binaries(int pid, std::vector<std::string>& out, std::set<std::string>& seen) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(f, line)) {
+    // start-end perms offset dev inode path
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%*x-%*x %7s %*x %*s %*s %n", perms, &path_at) < 1 || perms[2] != 'x') continue;
+    if (path_at <= 0 || static_cast<size_t>(path_at) >= line.size()) continue;
+    std::string path = line.substr(path_at);
+    if (!path.starts_with("/") || path.ends_with(" (deleted)")) continue;
+    if (seen.insert(path).second && is_regular_file(path)) out.push_back(path);
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> mapped_binaries(int pid) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  if (pid > 0) {
+    add_mapped_binaries(pid, out, seen);
+    return out;
+  }
+  DIR* dir = opendir("/proc");
+  if (!dir) return out;
+  std::vector<int> pids;
+  while (dirent* e = readdir(dir)) {
+    if (std::all_of(e->d_name, e->d_name + strlen(e->d_name), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      pids.push_back(std::atoi(e->d_name));
+  }
+  closedir(dir);
+  std::sort(pids.begin(), pids.end());
+  for (int p : pids) add_mapped_binaries(p, out, seen);
+  return out;
+}
 
 std::optional<std::string> find_library(std::string_view name, const std::string& cache) {
   std::ifstream in(cache, std::ios::binary);

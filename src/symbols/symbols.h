@@ -39,6 +39,9 @@ class KernelSymbols {
   std::optional<uint64_t> address(std::string_view name) const;
   // Number of text symbols loaded (0 if the file is unreadable).
   size_t size() const;
+  // Sorted, unique names matching a glob (*, ?, [..]), without the
+  // __pfx_ padding symbols (-l kprobe:*).
+  std::vector<std::string> match(std::string_view glob) const;
 
  private:
   struct Sym {
@@ -84,6 +87,10 @@ class ElfSymbols {
   std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
   // Sorted, unique function names matching a glob (*, ?, [..]).
   std::vector<std::string> match(std::string_view glob) const;
+  // C++ functions whose demangled name without its parameters ("ns::f" of
+  // "ns::f(int)") matches a glob: {mangled, demangled} pairs, sorted by the
+  // demangled name (uprobe:BIN:cpp:"ns::f" probes every overload).
+  std::vector<std::pair<std::string, std::string>> match_cpp(std::string_view glob) const;
   // The function containing vaddr (for user stacks / usym()).
   std::optional<std::string> name_at(uint64_t vaddr) const;
   // "func+off" (decimal, as bpftrace stacks; "+0" included), else hex_address.
@@ -115,6 +122,11 @@ std::expected<std::shared_ptr<const ElfSymbols>, std::string> cached_elf(const s
 // A uprobe/usdt target: a path containing '/' if it exists; a program name
 // found in PATH; a library name ("libc", "libc.so.6") from /etc/ld.so.cache.
 std::optional<std::string> resolve_binary(std::string_view name);
+// The files mapped executable by process pid (its /proc/PID/maps), each once,
+// in map order: the program and its libraries, for usdt:* with -p. pid <= 0
+// reads every process. Deleted files, anonymous and special mappings are left
+// out; an unreadable maps file gives nothing.
+std::vector<std::string> mapped_binaries(int pid);
 // The ld.so.cache lookup alone (cache file configurable for tests).
 std::optional<std::string> find_library(std::string_view name,
                                         const std::string& cache = "/etc/ld.so.cache");

@@ -220,6 +220,45 @@ TEST(Sema, Errors) {
   });
 }
 
+TEST(Sema, UserProbeErrors) {
+  check_err({
+      {"uprobe:libc:cpp:\"no_such_ns::f\" { }", "no C++ function in /lib/x86_64-linux-gnu/libc.so.6 matches no_such_ns::f"},
+      {"uprobe:libc:c:f:g { }", "uprobe probe must be uprobe:BINARY:FUNCTION or uprobe:BINARY:cpp:"},
+      {"usdt:libnosuchlib_bpfscope:probe { }", "binary or library not found: libnosuchlib_bpfscope"},
+      {"usdt:/usr/bin/python3.11 { }", "usdt probe must be usdt:BINARY:[PROVIDER:]NAME"},
+      {"usdt:/usr/bin/python3.11:python:no__such { }", "no USDT probe python:no__such in /usr/bin/python3.11"},
+      {"usdt:*:bpfscope_nosuch_provider:x { }",
+       "no USDT probe bpfscope_nosuch_provider:x in the files mapped by any process"},
+  });
+}
+
+TEST(Sema, ListProbes) {
+  auto lines = [](const std::string& pattern, bool verbose) {
+    auto out = list_probes(pattern, verbose);
+    EXPECT_TRUE(out.has_value()) << pattern << ": " << out.error();
+    return out ? *out : std::string();
+  };
+  EXPECT_EQ(lines("iter:task_vma", true), "iter:task_vma\n    struct task_struct *task\n    struct vm_area_struct *vma\n");
+  EXPECT_NE(lines("iter:*", false).find("iter:task\n"), std::string::npos);
+  EXPECT_EQ(lines("kprobe:do_nanosleep", false), "kprobe:do_nanosleep\n");
+  EXPECT_EQ(lines("kretprobe:do_nanosleep", false), "kretprobe:do_nanosleep\n");
+  EXPECT_EQ(lines("fentry:do_nanosleep", true),
+            "fentry:vmlinux:do_nanosleep\n    struct hrtimer_sleeper *t\n    enum hrtimer_mode mode\n    int retval\n");
+  EXPECT_EQ(lines("fexit:vmlinux:do_nanosleep", false), "fexit:vmlinux:do_nanosleep\n");
+  EXPECT_EQ(lines("fentry:nosuchmodule:do_nanosleep", false), "");
+  EXPECT_EQ(lines("usdt:/usr/bin/python3.11:python:gc__*", true),
+            "usdt:/usr/bin/python3.11:python:gc__done\n    int64 arg0 (-8@%r12)\n"
+            "usdt:/usr/bin/python3.11:python:gc__start\n    int32 arg0 (-4@112(%rsp))\n");
+  EXPECT_EQ(lines("usdt:/usr/bin/python3.11:gc__start", false), "usdt:/usr/bin/python3.11:python:gc__start\n");
+  auto missing = list_probes("usdt:libnosuchlib_bpfscope:*", false);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error(), "binary or library not found: libnosuchlib_bpfscope");
+  auto no_pid = list_probes("usdt:*", false, 999999999);
+  ASSERT_FALSE(no_pid.has_value());
+  EXPECT_EQ(no_pid.error(), "cannot read the mappings of process 999999999");
+  EXPECT_FALSE(list_probes("profile:*", false).has_value());
+}
+
 TEST(Sema, DataFunctions) {
   check_ok({
       {"BEGIN { @a = pton(\"1.2.3.4\"); @b = pton(\"::1\"); }", "@a[]=uint8[4]/plain;@b[]=uint8[16]/plain"},

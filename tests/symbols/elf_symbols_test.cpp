@@ -103,6 +103,27 @@ TEST(ElfSymbols, Match) {
   EXPECT_TRUE(std::find(q.begin(), q.end(), "malloc") != q.end());
 }
 
+TEST(ElfSymbols, MatchCpp) {
+  auto path = find_library("libstdc++.so.6");
+  if (!path) GTEST_SKIP() << "no libstdc++";
+  auto elf = ElfSymbols::load(*path);
+  ASSERT_TRUE(elf) << elf.error();
+  // By the demangled name without parameters.
+  auto t = elf->match_cpp("std::terminate");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].first, "_ZSt9terminatev");
+  EXPECT_EQ(t[0].second, "std::terminate()");
+  // Globs see the whole qualified name; overloads all match.
+  auto w = elf->match_cpp("std::__throw_out_of_range*");
+  ASSERT_GE(w.size(), 2u);
+  for (const auto& [mangled, demangled] : w) {
+    EXPECT_TRUE(mangled.starts_with("_Z")) << mangled;
+    EXPECT_TRUE(demangled.starts_with("std::__throw_out_of_range")) << demangled;
+  }
+  EXPECT_TRUE(elf->match_cpp("no_such_ns::f").empty());
+  EXPECT_TRUE(elf->match_cpp("terminate").empty());  // the namespace is part of the name
+}
+
 TEST(ElfSymbols, NameAt) {
   auto elf = ElfSymbols::load(kLibc);
   ASSERT_TRUE(elf) << elf.error();

@@ -55,6 +55,19 @@ TEST(KernelSymbols, ParsesTextSymbolsOnly) {
   EXPECT_FALSE(k.name(0xffffffffc0000108));  // past the last symbol: unknown
 }
 
+TEST(KernelSymbols, MatchGlob) {
+  TempFile f(
+      "ffffffff81000000 T __pfx_do_read\n"
+      "ffffffff81000010 T do_read\n"
+      "ffffffff81000100 t do_write\n"
+      "ffffffff81000200 D do_data\n"
+      "ffffffff81000300 t do_read\n");
+  KernelSymbols k(f.path());
+  EXPECT_EQ(k.match("do_*"), (std::vector<std::string>{"do_read", "do_write"}));  // sorted, once, text only
+  EXPECT_EQ(k.match("*read"), (std::vector<std::string>{"do_read"}));  // no __pfx_ padding
+  EXPECT_TRUE(k.match("nothing*").empty());
+}
+
 TEST(KernelSymbols, MissingFileIsEmpty) {
   KernelSymbols k("/nonexistent/kallsyms");
   EXPECT_EQ(k.size(), 0u);

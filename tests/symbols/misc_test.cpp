@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "symbols/symbols.h"
 
@@ -43,6 +46,29 @@ TEST(ResolveBinary, PathsAndPrograms) {
   ASSERT_TRUE(sh);
   EXPECT_TRUE(sh->ends_with("/sh")) << *sh;
   EXPECT_FALSE(resolve_binary("no_such_program_bpfscope"));
+}
+
+TEST(MappedBinaries, OwnProcess) {
+  auto files = mapped_binaries(getpid());
+  ASSERT_FALSE(files.empty());
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = 0;
+  EXPECT_EQ(files[0], self);  // the program is mapped first
+  bool libc = false;
+  for (const auto& f : files) {
+    EXPECT_TRUE(f.starts_with("/")) << f;
+    libc = libc || f.find("libc.so") != std::string::npos;
+  }
+  EXPECT_TRUE(libc);
+  auto sorted = files;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end());  // each once
+  EXPECT_TRUE(mapped_binaries(999999999).empty());
+  // Every process: a superset that includes this one's files.
+  auto all = mapped_binaries(-1);
+  EXPECT_NE(std::find(all.begin(), all.end(), files[0]), all.end());
 }
 
 }  // namespace
