@@ -796,4 +796,39 @@ std::optional<std::vector<BtfParam>> Btf::tracepoint_args(std::string_view event
   return args;
 }
 
+Result<TracepointFormat> tracepoint_format_from_btf(const Btf& btf, std::string_view category,
+                                                   std::string_view event) {
+  const std::string name = "trace_event_raw_" + std::string(event);
+  auto sid = btf.find_struct(name);
+  if (!sid) return std::unexpected(Error{ENOENT, "kernel BTF has no struct " + name});
+  TracepointFormat out;
+  out.category = std::string(category);
+  out.event = std::string(event);
+  for (const BtfMember& m : btf.members(*sid)) {
+    if (m.name == "ent" || m.name == "__data") continue;  // the common header; the dynamic area
+    TracepointField f;
+    f.name = m.name;
+    f.offset = m.bit_offset / 8;
+    auto type = btf.type(m.type_id);
+    if (!type) continue;
+    f.size = btf.size_of(m.type_id).value_or(0);
+    f.is_signed = type->is_signed;
+    f.type = btf.type_name(m.type_id);
+    for (auto [prefix, rel] : {std::pair{std::string_view("__data_loc_"), false}, {"__rel_loc_", true}}) {
+      if (!f.name.starts_with(prefix)) continue;
+      f.name.erase(0, prefix.size());
+      f.data_loc = true;
+      f.rel_loc = rel;
+      f.type = "char[]";  // the format file's spelling for dynamic strings and arrays
+    }
+    if (type->kind == BtfType::Kind::Array && !f.data_loc) {
+      f.array_len = type->count;
+      auto elem = btf.type(type->target);
+      f.is_signed = elem && elem->is_signed;
+    }
+    out.fields.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace bpfscope::bpf

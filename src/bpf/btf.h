@@ -156,4 +156,12 @@ class Btf {
   mutable std::unique_ptr<State> st_;
 };
 
+// A tracepoint's record layout from the kernel's BTF (struct
+// trace_event_raw_<event>) for events whose format file cannot be read.
+// Fields as read_tracepoint_format gives them ("__data_loc_x" members become
+// data_loc fields named x); the id is left 0. ENOENT when BTF has no such
+// struct (syscall events share one generic struct and have none).
+Result<TracepointFormat> tracepoint_format_from_btf(const Btf& btf, std::string_view category,
+                                                   std::string_view event);
+
 }  // namespace bpfscope::bpf

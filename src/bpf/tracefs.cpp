@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "bpf/bpf.h"
+#include "bpf/btf.h"
 #include "bpf/internal.h"
 
 namespace bpfscope::bpf {
@@ -204,6 +205,16 @@ Result<TracepointFormat> read_tracepoint_format(std::string_view category, std::
   auto text = detail::read_text_file(dir + "/format");
   if (!text) {
     Error e = text.error();
+    // An event whose format file cannot be read takes its layout from BTF.
+    if (auto id_text = detail::read_text_file(dir + "/id")) {
+      uint32_t id = 0;
+      Btf btf;
+      auto fmt = tracepoint_format_from_btf(btf, category, event);
+      if (fmt && parse_uint(*id_text, id) && id != 0) {
+        fmt->id = id;
+        return fmt;
+      }
+    }
     if (e.err == ENOENT) e.message = "tracepoint " + name + " does not exist (no " + dir + "/format)";
     return std::unexpected(std::move(e));
   }

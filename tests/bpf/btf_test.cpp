@@ -301,5 +301,44 @@ TEST(Btf, FindFunc) {
   EXPECT_FALSE(b.func_params(*b.find_struct("sock")));
 }
 
+
+// Where a format file cannot be read, the layout comes from BTF's
+// trace_event_raw_<event>: it must agree with the format file field by field.
+TEST(Btf, TracepointLayoutFromBtfMatchesTheFormatFile) {
+  Btf b;
+  ASSERT_TRUE(b.load().has_value());
+  const std::pair<const char*, const char*> events[] = {
+      {"sched", "sched_switch"},       {"sock", "inet_sock_set_state"}, {"skb", "kfree_skb"},
+      {"sched", "sched_process_exec"}, {"sched", "sched_process_fork"}, {"signal", "signal_generate"},
+      {"irq", "irq_handler_entry"},
+  };
+  for (auto [cat, ev] : events) {
+    SCOPED_TRACE(std::string(cat) + ":" + ev);
+    auto file = read_tracepoint_format(cat, ev);
+    ASSERT_TRUE(file.has_value()) << file.error().message;
+    auto btf = tracepoint_format_from_btf(b, cat, ev);
+    ASSERT_TRUE(btf.has_value()) << btf.error().message;
+    ASSERT_EQ(btf->fields.size(), file->fields.size());
+    for (size_t i = 0; i < file->fields.size(); ++i) {
+      const auto& f = file->fields[i];
+      const auto& g = btf->fields[i];
+      SCOPED_TRACE(f.name);
+      EXPECT_EQ(g.name, f.name);
+      EXPECT_EQ(g.offset, f.offset);
+      EXPECT_EQ(g.size, f.size);
+      EXPECT_EQ(g.data_loc, f.data_loc);
+      EXPECT_EQ(g.array_len, f.array_len);
+      if (!f.data_loc && f.array_len == 0) {
+        EXPECT_EQ(g.is_signed, f.is_signed);
+      }
+    }
+  }
+  // Events of a class with another name (block_rq_issue is a block_rq) and
+  // syscall events have no struct of their own.
+  EXPECT_FALSE(tracepoint_format_from_btf(b, "block", "block_rq_issue").has_value());
+  auto none = tracepoint_format_from_btf(b, "syscalls", "sys_enter_openat");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().err, ENOENT);
+}
 }  // namespace
 }  // namespace bpfscope::bpf
