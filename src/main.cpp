@@ -34,6 +34,7 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] filename [args...]
     bpfscope [options] - [args...]
     bpfscope [options] -e 'program' [args...]
+    bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
 
 OPTIONS:
     -e PROGRAM     the program to run
@@ -51,6 +52,7 @@ OPTIONS:
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
     --unsafe       allow functions that change the system: system() and signal()
+    --no-warnings  do not print warnf() messages
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
