@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -32,6 +34,7 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] filename [args...]
     bpfscope [options] - [args...]
     bpfscope [options] -e 'program' [args...]
+    bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
 
 OPTIONS:
     -e PROGRAM     the program to run
@@ -50,6 +53,7 @@ OPTIONS:
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
     --unsafe       allow functions that change the system: system() and signal()
+    --no-warnings  do not print warnf() messages
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
@@ -77,6 +81,7 @@ struct Cli {
   std::optional<std::string> list;
   std::string child_cmd;
   bool unsafe = false;  // --unsafe
+  std::map<std::string, std::optional<std::string>> named_args;  // --name[=value] after --
 };
 
 bool read_file(const std::string& path, std::string& out) {
@@ -156,6 +161,7 @@ int compile_and_run(Cli& cli) {
   sopts.has_child = child.has_value();
   sopts.unsafe = cli.unsafe;
   sopts.target_pid = cli.run.target_pid;
+  sopts.named_args = cli.named_args;
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
@@ -270,7 +276,7 @@ int main(int argc, char** argv) {
       case 'V': fmt::print("{}\n", kVersion); return 0;
       case kDryRun: cli.run.dry_run = true; break;
       case kUnsafe: cli.unsafe = true; break;
-      case kNoWarnings:
+      case kNoWarnings: cli.run.no_warnings = true; break;
       case kVerifyIr:
       case 'k':
       case 'I': break;
@@ -281,6 +287,9 @@ int main(int argc, char** argv) {
         return 1;
     }
   }
+  // getopt_long consumes a `--` that comes before the first non-option
+  // (`-e PROG -- --n=5`).
+  bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
   if (want_list) return list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid);
   if (!cli.have_program) {
     if (optind >= argc) {
@@ -294,8 +303,23 @@ int main(int argc, char** argv) {
     }
     cli.filename = path == "-" ? "stdin" : path;
   }
+  // After `--`, `--name[=value]` words are getopt() options (0.24); the
+  // others stay positional parameters.
   for (int i = optind; i < argc; ++i) {
-    if (strcmp(argv[i], "--") == 0 && i == optind) continue;
+    if (strcmp(argv[i], "--") == 0 && !after_dashes) {
+      after_dashes = true;
+      continue;
+    }
+    std::string_view arg = argv[i];
+    if (after_dashes && arg.size() > 2 && arg.starts_with("--")) {
+      arg.remove_prefix(2);
+      size_t eq = arg.find('=');
+      if (eq == std::string_view::npos)
+        cli.named_args[std::string(arg)] = std::nullopt;
+      else
+        cli.named_args[std::string(arg.substr(0, eq))] = std::string(arg.substr(eq + 1));
+      continue;
+    }
     cli.positional.push_back(argv[i]);
   }
   return compile_and_run(cli);

@@ -286,19 +286,7 @@ class Lowerer {
   }
 
   void lower_callback(const Stmt& s, Function& cb, uint32_t index, const std::vector<int32_t>& shared) {
-    // The caller's per-function state, restored at the end.
-    Function& caller = b_.function();
-    const BlockId resume = b_.current();
-    const lang::Loc loc = b_.loc();
-    auto saved_vars = vars_;
-    auto saved_loops = std::move(loops_);
-    const VregId saved_ctx = ctx_, saved_scratch = scratch_;
-    const int32_t saved_key_slot = key_slot_;
-    const Callback* saved_callback = callback_;
-
-    cb.name = fmt::format("{}_for{}", f_.name, index + 1);
-    cb.kind = f_.kind;
-    b_.switch_to(cb, 0);
+    CallerState saved = begin_callback(cb, "for", index);
     b_.param(0);  // the map
     VregId key = b_.param(1), value = b_.param(2), cs = b_.param(3);
     ctx_ = b_.load(8, cs, kLoopCtx);
@@ -347,14 +335,7 @@ class Lowerer {
       b_.ret(ret);
     }
 
-    b_.switch_to(caller, resume);
-    b_.set_loc(loc);
-    vars_ = std::move(saved_vars);
-    loops_ = std::move(saved_loops);
-    ctx_ = saved_ctx;
-    scratch_ = saved_scratch;
-    key_slot_ = saved_key_slot;
-    callback_ = saved_callback;
+    end_callback(saved);
   }
 
   // The scratch variables a statement reads or writes (for a loop body).
@@ -1281,6 +1262,69 @@ class Lowerer {
         auto kfunc = p_.btf->find_func("bpf_map_sum_elem_count");
         return int_val(b_.call_kfunc(kfunc.value_or(0), {b_.map_fd(p_.map_of[e.args[0]])}), t);
       }
+      case sema::Function::Strcontains:
+      case sema::Function::Strstr: {
+        Val index = str_search(e);
+        if (p_.function_of[id] == sema::Function::Strstr) return index;
+        if (index.constant) return constant(*index.constant >= 0, t);
+        return int_val(flag(ir::Cond::SGe, index.reg, 0), t);
+      }
+      case sema::Function::Strerror:
+      case sema::Function::SyscallName:
+      case sema::Function::SignalName:
+      case sema::Function::CgroupPath: {
+        // The number; user space names it when it prints.
+        VregId rec = scratch_ptr(alloc(8));
+        store_expr(rec, 0, e.args[0], Type::integer(8, true));
+        return Val{.reg = rec, .type = t};
+      }
+      case sema::Function::Errorf:
+      case sema::Function::Warnf: {
+        std::vector<Arg> args;
+        for (size_t i = 1; i < e.args.size(); ++i) args.push_back({.expr = e.args[i]});
+        send(p_.action_of[id], args);
+        return Val{.type = t};
+      }
+      case sema::Function::Memcmp: {
+        // C's memcmp: the difference of the first differing bytes, else 0.
+        Val a = addressable(expr(e.args[0]));
+        Val c = addressable(expr(e.args[1]));
+        auto n = static_cast<uint32_t>(constant_of(e.args[2]));
+        VregId diff = b_.imm(0);
+        BlockId done = b_.new_block();
+        for (uint32_t i = 0; i < n; ++i) {
+          VregId x = b_.load(1, a.reg, static_cast<int32_t>(i));
+          VregId y = b_.load(1, c.reg, static_cast<int32_t>(i));
+          b_.alu_to(diff, AluOp::Sub, x, y);
+          BlockId next = b_.new_block();
+          b_.branch_imm(ir::Cond::Ne, diff, 0, done, next);
+          b_.set_block(next);
+        }
+        b_.jump(done);
+        b_.set_block(done);
+        return int_val(diff, t);
+      }
+      case sema::Function::Getopt: {
+        int64_t v = p_.const_of[id].value_or(0);
+        if (t.is_string()) {
+          Val s = string_literal(p_.const_strings[static_cast<size_t>(v)]);
+          s.type = t;
+          return s;
+        }
+        return constant(v, t);
+      }
+      case sema::Function::Reg:
+        return int_val(b_.load(8, ctx_, static_cast<int32_t>(p_.const_of[e.args[0]].value_or(0))), t);
+      case sema::Function::Kptr:
+      case sema::Function::Uptr: {
+        Val v = expr(e.args[0]);
+        v.type = t;
+        return v;
+      }
+      case sema::Function::Uaddr:
+      case sema::Function::PercpuKaddr:
+      case sema::Function::Path:
+      case sema::Function::Override: std::unreachable();  // sema rejects them
       case sema::Function::Str: {
         Val src = expr(e.args[0]);
         if (src.type.is_string()) {
@@ -1307,6 +1351,131 @@ class Lowerer {
       }
     }
     std::unreachable();
+  }
+
+  // strstr(h, n): the index of the first occurrence of n in h, or -1.
+  // The haystack (and a needle that is not a short literal) are copied to
+  // scratch; bpf_loop calls a callback once per start position i, which
+  // compares the needle there: a short literal byte by byte as immediates,
+  // else with a second bpf_loop over the needle's bytes. The verifier checks
+  // each callback once, whatever the string sizes; plain loops would make it
+  // walk every iteration of both. Results go through stack slots of the
+  // calling frame.
+  static constexpr uint32_t kUnrolledNeedle = 64;
+
+  // The outcome of comparing one needle byte, kept in the inner loop's
+  // context: the needle ended (found), the haystack ended (no match here or
+  // later), or the bytes differ (try the next start).
+  static constexpr int32_t kMatchFound = 1, kMatchStop = 2, kMatchNext = 3;
+
+  Val str_search(const Expr& e) {
+    const Type res = Type::integer(8, true);
+    Val hay = expr(e.args[0]);
+    Val needle = expr(e.args[1]);
+    // A literal needle ends at its first NUL, and at the capacity str() gave it.
+    if (needle.literal) needle.literal->resize(std::min<size_t>(needle.literal->find('\0'), needle.type.size - 1));
+    if (hay.literal) hay.literal->resize(std::min<size_t>(hay.literal->find('\0'), hay.type.size - 1));
+    if (hay.literal && needle.literal) {
+      size_t pos = hay.literal->find(*needle.literal);
+      return constant(pos == std::string::npos ? -1 : static_cast<int64_t>(pos), res);
+    }
+    if (needle.literal && needle.literal->empty()) return constant(0, res);
+    const bool unrolled = needle.literal && needle.literal->size() <= kUnrolledNeedle;
+    const uint32_t hay_cap = hay.type.size, needle_cap = needle.type.size;
+    const uint32_t hay_off = alloc(hay.type.mem_size());
+    copy_to(scratch_ptr(hay_off), 0, hay, hay.type);
+    uint32_t needle_off = 0;
+    if (!unrolled) {
+      needle_off = alloc(needle.type.mem_size());
+      copy_to(scratch_ptr(needle_off), 0, needle, needle.type);
+    }
+    const int32_t slot = b_.reserve_stack(8);
+    VregId cs = b_.stack_addr(slot);
+    b_.store_imm(8, cs, 0, -1);
+
+    // The outer callback: (i, &result).
+    const auto outer = static_cast<uint32_t>(subprograms_.size());
+    subprograms_.emplace_back();
+    CallerState saved = begin_callback(subprograms_.back(), "str", outer);
+    VregId i = b_.param(0), ctx = b_.param(1);
+    enter_scratch(1);
+    BlockId found = b_.new_block(), next = b_.new_block(), stop = b_.new_block(), in_range = b_.new_block();
+    b_.branch_imm(ir::Cond::Ge, i, hay_cap, stop, in_range);  // bpf_loop's bound, restated for the verifier
+    b_.set_block(in_range);
+    if (unrolled) {
+      VregId hay_base = scratch_ptr(hay_off);
+      for (uint32_t j = 0; j < needle.literal->size(); ++j) {
+        auto nc = static_cast<uint8_t>((*needle.literal)[j]);
+        VregId k = b_.alu_imm(AluOp::Add, i, j);
+        BlockId have = b_.new_block(), live = b_.new_block(), same = b_.new_block();
+        b_.branch_imm(ir::Cond::Ge, k, hay_cap, stop, have);
+        b_.set_block(have);
+        VregId hc = b_.load(1, b_.alu(AluOp::Add, hay_base, k), 0);
+        b_.branch_imm(ir::Cond::Eq, hc, 0, stop, live);
+        b_.set_block(live);
+        b_.branch_imm(ir::Cond::Ne, hc, nc, next, same);
+        b_.set_block(same);
+      }
+      b_.jump(found);
+    } else {
+      // The inner loop's context on this frame's stack: [i][outcome].
+      VregId ics = b_.stack_addr(b_.reserve_stack(16));
+      b_.store(8, ics, 0, i);
+      b_.store_imm(8, ics, 8, 0);
+      const auto inner = static_cast<uint32_t>(subprograms_.size());
+      subprograms_.emplace_back();
+      CallerState outer_state = begin_callback(subprograms_.back(), "str", inner);
+      VregId j = b_.param(0), ictx = b_.param(1);
+      enter_scratch(1);
+      VregId at = b_.load(8, ictx, 0);
+      BlockId decided = b_.new_block(), ok_j = b_.new_block(), ok_i = b_.new_block(), more = b_.new_block(),
+              have = b_.new_block(), live = b_.new_block(), same = b_.new_block();
+      VregId outcome = b_.imm(kMatchStop);
+      b_.branch_imm(ir::Cond::Ge, j, needle_cap, decided, ok_j);
+      b_.set_block(ok_j);
+      b_.branch_imm(ir::Cond::Ge, at, hay_cap, decided, ok_i);
+      b_.set_block(ok_i);
+      VregId nc = b_.load(1, b_.alu(AluOp::Add, scratch_ptr(needle_off), j), 0);
+      b_.imm_to(outcome, kMatchFound);
+      b_.branch_imm(ir::Cond::Eq, nc, 0, decided, more);
+      b_.set_block(more);
+      VregId k = b_.alu(AluOp::Add, at, j);
+      b_.imm_to(outcome, kMatchStop);
+      b_.branch_imm(ir::Cond::Ge, k, hay_cap, decided, have);
+      b_.set_block(have);
+      VregId hc = b_.load(1, b_.alu(AluOp::Add, scratch_ptr(hay_off), k), 0);
+      b_.branch_imm(ir::Cond::Eq, hc, 0, decided, live);
+      b_.set_block(live);
+      b_.imm_to(outcome, kMatchNext);
+      b_.branch(ir::Cond::Ne, hc, nc, decided, same);
+      b_.set_block(same);
+      b_.ret(0);
+      b_.set_block(decided);
+      b_.store(8, ictx, 8, outcome);
+      b_.ret(1);
+      end_callback(outer_state);
+
+      b_.call(BPF_FUNC_loop, {b_.imm(needle_cap), b_.func_addr(inner), ics, b_.imm(0)});
+      // Outcome 0: the needle filled its capacity and matched: found.
+      VregId got = b_.load(8, ics, 8);
+      BlockId not_stop = b_.new_block(), not_next = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, got, kMatchStop, stop, not_stop);
+      b_.set_block(not_stop);
+      b_.branch_imm(ir::Cond::Eq, got, kMatchNext, next, not_next);
+      b_.set_block(not_next);
+      b_.jump(found);
+    }
+    b_.set_block(found);
+    b_.store(8, ctx, 0, i);
+    b_.ret(1);
+    b_.set_block(next);
+    b_.ret(0);
+    b_.set_block(stop);
+    b_.ret(1);
+    end_callback(saved);
+
+    b_.call(BPF_FUNC_loop, {b_.imm(hay_cap), b_.func_addr(outer), cs, b_.imm(0)});
+    return int_val(b_.load(8, cs, 0), res);
   }
 
   // The probe_read helper for memory in an address space (str: the _str
@@ -1884,7 +2053,7 @@ class Lowerer {
     }
     if (to.kind == TypeKind::Inet || to.kind == TypeKind::Stack || to.kind == TypeKind::Symbol ||
         to.kind == TypeKind::Array || to.kind == TypeKind::Buffer || to.kind == TypeKind::MacAddr ||
-        to.kind == TypeKind::Timestamp) {
+        to.kind == TypeKind::Timestamp || to.kind == TypeKind::Named) {
       copy_bytes(dst, off, v.reg, to.mem_size());
       return;
     }
@@ -1973,6 +2142,42 @@ class Lowerer {
   };
   const Callback* callback_ = nullptr;
   std::deque<Function> subprograms_;  // by index (FuncAddr); a deque keeps references stable
+
+  // The per-function state of the function being lowered, while a callback
+  // subprogram is built (for-map bodies, bpf_loop callbacks).
+  struct CallerState {
+    Function* caller;
+    BlockId resume;
+    lang::Loc loc;
+    std::unordered_map<int32_t, VarSlot> vars;
+    std::vector<Loop> loops;
+    VregId ctx, scratch;
+    int32_t key_slot;
+    const Callback* callback;
+  };
+
+  // Starts building callback subprogram `cb` (named after this function);
+  // the returned state goes back to end_callback().
+  CallerState begin_callback(Function& cb, std::string_view what, uint32_t index) {
+    CallerState st{&b_.function(), b_.current(), b_.loc(), vars_, std::move(loops_), ctx_, scratch_, key_slot_,
+                   callback_};
+    loops_.clear();
+    cb.name = fmt::format("{}_{}{}", f_.name, what, index + 1);
+    cb.kind = f_.kind;
+    b_.switch_to(cb, 0);
+    return st;
+  }
+
+  void end_callback(CallerState& st) {
+    b_.switch_to(*st.caller, st.resume);
+    b_.set_loc(st.loc);
+    vars_ = std::move(st.vars);
+    loops_ = std::move(st.loops);
+    ctx_ = st.ctx;
+    scratch_ = st.scratch;
+    key_slot_ = st.key_slot;
+    callback_ = st.callback;
+  }
 };
 
 }  // namespace

@@ -29,6 +29,15 @@ static std::string expand_tabs(std::string_view line) {
   return out;
 }
 
+std::string location(const Source& src, Loc loc) {
+  LineCol a = src.line_col(loc.begin);
+  LineCol b = src.line_col(loc.end > loc.begin ? loc.end - 1 : loc.begin);
+  if (a.line != b.line) return fmt::format("{}:{}-{}", src.name(), a.line, b.line);
+  uint32_t end_col = loc.end > loc.begin ? src.line_col(loc.end).col : a.col + 1;
+  if (loc.end > loc.begin && src.line_col(loc.end).line != a.line) end_col = b.col + 1;
+  return fmt::format("{}:{}:{}-{}", src.name(), a.line, a.col, end_col);
+}
+
 std::string render(const Source& src, const Diagnostic& d) {
   const char* sev = d.severity == Severity::Error ? "ERROR" : "WARNING";
   std::string out;
@@ -37,8 +46,8 @@ std::string render(const Source& src, const Diagnostic& d) {
   } else {
     LineCol a = src.line_col(d.loc.begin);
     LineCol b = src.line_col(d.loc.end > d.loc.begin ? d.loc.end - 1 : d.loc.begin);
+    out = fmt::format("{}: {}: {}\n", location(src, d.loc), sev, d.message);
     if (a.line != b.line) {
-      out = fmt::format("{}:{}-{}: {}: {}\n", src.name(), a.line, b.line, sev, d.message);
       // 0.26 prints every line of the range, with no underline.
       uint32_t off = d.loc.begin;
       for (uint32_t l = a.line; l <= b.line && off <= src.text().size(); ++l) {
@@ -49,7 +58,6 @@ std::string render(const Source& src, const Diagnostic& d) {
     } else {
       uint32_t end_col = d.loc.end > d.loc.begin ? src.line_col(d.loc.end).col : a.col + 1;
       if (d.loc.end > d.loc.begin && src.line_col(d.loc.end).line != a.line) end_col = b.col + 1;
-      out = fmt::format("{}:{}:{}-{}: {}: {}\n", src.name(), a.line, a.col, end_col, sev, d.message);
       out += expand_tabs(src.line_of(d.loc.begin)) + "\n";
       out += std::string(a.col - 1, ' ') + std::string(end_col > a.col ? end_col - a.col : 1, '~') + "\n";
     }

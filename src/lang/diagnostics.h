@@ -44,4 +44,8 @@ class Diagnostics {
 
 std::string render(const Source& src, const Diagnostic& d);
 
+// The location part of a diagnostic: "FILE:LINE:COL1-COL2", or
+// "FILE:LINE1-LINE2" for a range over several lines (errorf()/warnf() print it).
+std::string location(const Source& src, Loc loc);
+
 }  // namespace bpfscope::lang

@@ -258,6 +258,12 @@ std::string json_event(std::string_view type, std::string_view text) {
   return fmt::format("{{\"type\": {}, \"data\": {}}}\n", json_string(type), json_string(text));
 }
 
+std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
+                         uint32_t col) {
+  return fmt::format("{{\"type\": {}, \"msg\": {}, \"filename\": {}, \"line\": {}, \"col\": {}}}\n",
+                     json_string(type), json_string(msg), json_string(filename), line, col);
+}
+
 std::string json_value_event(const Value& v) {
   return fmt::format("{{\"type\": \"value\", \"data\": {}}}\n", json_value(v));
 }

@@ -152,6 +152,11 @@ std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0)
 // `{"type": "<type>", "data": "<text>"}` for printf, time, cat, join, syscall.
 std::string json_event(std::string_view type, std::string_view text);
 
+// errorf()/warnf(): `{"type": "errorf", "msg": "...", "filename": "stdin",
+// "line": 1, "col": 9}`.
+std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
+                         uint32_t col);
+
 // print() of a non-map value: `{"type": "value", "data": <json_value>}`.
 std::string json_value_event(const Value& v);
 

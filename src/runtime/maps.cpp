@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "bpf/libbpf_bpf.h"
+#include "runtime/names.h"
 
 namespace bpfscope::runtime {
 
@@ -63,6 +64,11 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
       std::memcpy(&format, p, 8);
       std::memcpy(&ns, p + 8, 8);
       return output::Value::of_string(resolver ? resolver->timestamp(format, ns) : "");
+    }
+    case sema::TypeKind::Named: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return output::Value::of_string(name_of(t.table, v));
     }
     case sema::TypeKind::Bool: {
       uint64_t v;

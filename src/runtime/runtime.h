@@ -23,6 +23,7 @@ struct Options {
   bool quiet = false;        // -q
   bool json = false;         // -f json: NDJSON messages (REFERENCE.md 6.8)
   bool verbose = false;      // -v
+  bool no_warnings = false;  // --no-warnings: warnf() prints nothing
   bool dry_run = false;      // --dry-run: load, do not attach or run
   bool debug_verifier = false;  // -d verifier: print the kernel's log
   // Ring buffer bytes (a power of two, at least a page); 0 picks by program:

@@ -562,6 +562,22 @@ class Session {
         if (text) emit_out(o_.json ? output::json_event("cat", *text) : *text);
         break;
       }
+      case sema::ActionKind::Errorf:
+      case sema::ActionKind::Warnf: {
+        // The probe's location and the message, on stderr (0.24): no source line.
+        bool err = a.kind == sema::ActionKind::Errorf;
+        if (!err && o_.no_warnings) break;
+        std::string msg = output::format_printf(a.printf_format, args);
+        const auto& src = p_.ast->source;
+        if (o_.json) {
+          lang::LineCol lc = src.line_col(a.loc.begin);
+          emit_out(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col));
+        } else {
+          fflush(out_);
+          fmt::print(stderr, "{}: {}: {}\n", lang::location(src, a.loc), err ? "ERROR" : "WARNING", msg);
+        }
+        break;
+      }
       case sema::ActionKind::System: {
         // The output so far goes first, as the command's own stderr does.
         fflush(out_);

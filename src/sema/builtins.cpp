@@ -72,8 +72,25 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "system", .id = Function::System, .min_args = 1, .max_args = 64},
     FunctionRow{.name = "len", .id = Function::Len, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "kaddr", .id = Function::Kaddr, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "strcontains", .id = Function::Strcontains, .min_args = 2, .max_args = 2},
+    FunctionRow{.name = "strstr", .id = Function::Strstr, .min_args = 2, .max_args = 2},
+    FunctionRow{.name = "strerror", .id = Function::Strerror, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "syscall_name", .id = Function::SyscallName, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "signal_name", .id = Function::SignalName, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "errorf", .id = Function::Errorf, .min_args = 1, .max_args = 64},
+    FunctionRow{.name = "warnf", .id = Function::Warnf, .min_args = 1, .max_args = 64},
+    FunctionRow{.name = "memcmp", .id = Function::Memcmp, .min_args = 3, .max_args = 3},
+    FunctionRow{.name = "getopt", .id = Function::Getopt, .min_args = 1, .max_args = 3},
+    FunctionRow{.name = "uaddr", .id = Function::Uaddr, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "reg", .id = Function::Reg, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "kptr", .id = Function::Kptr, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "uptr", .id = Function::Uptr, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "percpu_kaddr", .id = Function::PercpuKaddr, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "cgroup_path", .id = Function::CgroupPath, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "path", .id = Function::Path, .min_args = 1, .max_args = 2},
+    FunctionRow{.name = "override", .id = Function::Override, .min_args = 1, .max_args = 1},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::Kaddr) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::Override) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -144,7 +161,24 @@ bool is_aggregation(Function f) {
     case Function::Cat:
     case Function::Signal:
     case Function::System:
-    case Function::Len: return false;
+    case Function::Len:
+    case Function::Strcontains:
+    case Function::Strstr:
+    case Function::Strerror:
+    case Function::SyscallName:
+    case Function::SignalName:
+    case Function::Errorf:
+    case Function::Warnf:
+    case Function::Memcmp:
+    case Function::Getopt:
+    case Function::Uaddr:
+    case Function::Reg:
+    case Function::Kptr:
+    case Function::Uptr:
+    case Function::PercpuKaddr:
+    case Function::CgroupPath:
+    case Function::Path:
+    case Function::Override: return false;
   }
   std::unreachable();
 }

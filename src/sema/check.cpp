@@ -1262,6 +1262,81 @@ class Checker {
         return printf_call(id, ActionKind::System);
       case Function::Signal: return signal_call(id);
       case Function::Len: return len_call(id);
+      case Function::Strcontains:
+      case Function::Strstr: {
+        Type h = expr(e.args[0]), n = expr(e.args[1]);
+        for (auto [arg, t] : {std::pair{e.args[0], h}, std::pair{e.args[1], n}}) {
+          if (!t.is_string()) {
+            error(ast_.expr(arg).loc, fmt::format("{}() expects string arguments ({} provided)", e.name,
+                                                  t.kind == TypeKind::None ? "none" : t.name()));
+            return Type::none();
+          }
+        }
+        return row->id == Function::Strcontains ? Type::boolean() : Type::integer(8, true);
+      }
+      case Function::Strerror:
+      case Function::SyscallName:
+      case Function::SignalName:
+      case Function::CgroupPath: {
+        if (e.args.size() == 2) {
+          error(ast_.expr(e.args[1]).loc,
+                "cgroup_path(): a hierarchy filter is not supported; ids are looked up in the cgroup v2 hierarchy");
+          return Type::none();
+        }
+        Type t = expr(e.args[0]);
+        if (t.kind != TypeKind::Int) {
+          error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects an integer ({} provided)", e.name,
+                                                      t.kind == TypeKind::None ? "none" : t.name()));
+          return Type::none();
+        }
+        switch (row->id) {
+          case Function::Strerror: return Type::named(NameTable::Errno);
+          case Function::SyscallName: return Type::named(NameTable::Syscall);
+          case Function::SignalName: return Type::named(NameTable::Signal);
+          default: return Type::named(NameTable::CgroupPath);
+        }
+      }
+      case Function::Errorf: return printf_call(id, ActionKind::Errorf);
+      case Function::Warnf: return printf_call(id, ActionKind::Warnf);
+      case Function::Memcmp: return memcmp_call(id);
+      case Function::Getopt: return getopt_call(id);
+      case Function::Reg: return reg_call(id);
+      case Function::Kptr:
+      case Function::Uptr: {
+        Type t = expr(e.args[0]);
+        if (t.kind != TypeKind::Int) {
+          error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects a pointer ({} provided)", e.name,
+                                                      t.kind == TypeKind::None ? "none" : t.name()));
+          return Type::none();
+        }
+        AddrSpace space = row->id == Function::Kptr ? AddrSpace::Kernel : AddrSpace::User;
+        t.addr_space = space;
+        retarget(t, space);
+        return t;
+      }
+      case Function::Uaddr:
+      case Function::PercpuKaddr:
+        for (ExprId a : e.args) expr(a);
+        error(e.loc, fmt::format("{}() is not supported by bpfscope yet", e.name));
+        return Type::none();
+      case Function::Path:
+        for (ExprId a : e.args) expr(a);
+        error(e.loc, "path() needs the bpf_d_path helper, which the kernel allows only in fentry/fexit and LSM "
+                     "programs on an allowlist of functions; this kernel refuses to load fentry programs "
+                     "(EPERM), so path() cannot be used here");
+        return Type::none();
+      case Function::Override:
+        for (ExprId a : e.args) expr(a);
+        if (!unsafe_allowed(e)) return Type::none();
+        for (const auto& p : *points_) {
+          if (p.kind != ProbeKind::Kprobe) {
+            error(e.loc, fmt::format("override can not be used with \"{}\" probes", probe_type_name(p.kind)));
+            return Type::none();
+          }
+        }
+        error(e.loc, "override() needs a kprobe (bpf_override_return), and this kernel has no kprobes "
+                     "(CONFIG_KPROBES is off)");
+        return Type::none();
       case Function::Count:
       case Function::Sum:
       case Function::Avg:
@@ -1354,7 +1429,7 @@ class Checker {
     if (!unsafe_allowed(e)) return Type::none();
     for (const auto& p : *points_) {
       if (p.kind == ProbeKind::Begin || p.kind == ProbeKind::End) {
-        error(e.loc, fmt::format("signal can not be used with \"{}\" probes", p.kind == ProbeKind::Begin ? "BEGIN" : "END"));
+        error(e.loc, fmt::format("signal can not be used with \"{}\" probes", probe_type_name(p.kind)));
         return Type::none();
       }
     }
@@ -1379,6 +1454,146 @@ class Checker {
       return Type::none();
     }
     return Type::none();
+  }
+
+  // memcmp(a, b, n): the first n bytes of two strings or byte arrays; n a
+  // constant no larger than either.
+  Type memcmp_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    Type a = expr(e.args[0]), b = expr(e.args[1]);
+    for (auto [arg, t] : {std::pair{e.args[0], a}, std::pair{e.args[1], b}}) {
+      if (!t.is_bytes()) {
+        error(ast_.expr(arg).loc, fmt::format("memcmp() expects strings or byte arrays ({} provided)",
+                                              t.kind == TypeKind::None ? "none" : t.name()));
+        return Type::none();
+      }
+    }
+    auto n = constant(e.args[2]);
+    if (!n || *n < 0) {
+      error(ast_.expr(e.args[2]).loc, "memcmp(): the size must be a non-negative integer constant");
+      return Type::none();
+    }
+    uint32_t limit = std::min(a.size, b.size);
+    if (*n > limit) {
+      error(ast_.expr(e.args[2]).loc,
+            fmt::format("memcmp(): the size ({}) is larger than the arguments ({} bytes)", *n, limit));
+      return Type::none();
+    }
+    return Type::integer(8, true);
+  }
+
+  // getopt("name"[, default[, "description"]]): the value of --name on the
+  // command line after `--`, typed by the default (bool when none).
+  Type getopt_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Expr& n = ast_.expr(e.args[0]);
+    if (n.kind != ExprKind::String) {
+      error(n.loc, fmt::format("getopt() expects a string literal name ({} provided)", provided(e.args[0])));
+      return Type::none();
+    }
+    expr(e.args[0]);
+    if (e.args.size() == 3) {
+      if (ast_.expr(e.args[2]).kind != ExprKind::String) {
+        error(ast_.expr(e.args[2]).loc, "getopt(): the description must be a string literal");
+        return Type::none();
+      }
+      expr(e.args[2]);
+    }
+    enum class Kind { Bool, Int, String } kind = Kind::Bool;
+    int64_t ival = 0;
+    std::string sval;
+    if (e.args.size() >= 2) {
+      const Expr& d = ast_.expr(e.args[1]);
+      std::string_view text = ast_.source.slice(d.loc);
+      expr(e.args[1]);
+      if (d.kind == ExprKind::String) {
+        kind = Kind::String;
+        sval = d.sval;
+      } else if (auto c = constant(e.args[1])) {
+        kind = text == "true" || text == "false" ? Kind::Bool : Kind::Int;
+        ival = *c;
+      } else {
+        error(d.loc, "getopt(): the default must be a literal (bool, integer or string)");
+        return Type::none();
+      }
+    }
+    out_.getopt_names.insert(n.sval);
+    if (auto it = out_.named_args.find(n.sval); it != out_.named_args.end()) {
+      const auto& v = it->second;
+      switch (kind) {
+        case Kind::Bool:
+          if (!v || *v == "true" || *v == "1") ival = 1;
+          else if (*v == "false" || *v == "0") ival = 0;
+          else {
+            error(e.loc, fmt::format("getopt(): --{} expects a boolean (true, false, 1 or 0), got \"{}\"", n.sval, *v));
+            return Type::none();
+          }
+          break;
+        case Kind::Int: {
+          auto parsed = v ? parse_int_param(*v) : std::nullopt;
+          if (!parsed) {
+            error(e.loc, fmt::format("getopt(): --{} expects an integer, got {}", n.sval,
+                                     v ? fmt::format("\"{}\"", *v) : "no value"));
+            return Type::none();
+          }
+          ival = *parsed;
+          break;
+        }
+        case Kind::String:
+          if (!v) {
+            error(e.loc, fmt::format("getopt(): --{} expects a string value (--{}=VALUE)", n.sval, n.sval));
+            return Type::none();
+          }
+          sval = *v;
+          break;
+      }
+    }
+    if (kind == Kind::String) {
+      if (sval.size() + 1 > out_.config.max_strlen) {
+        error(e.loc, fmt::format("getopt(): the value of --{} is longer than max_strlen ({})", n.sval,
+                                 out_.config.max_strlen));
+        return Type::none();
+      }
+      out_.const_of[id] = static_cast<int64_t>(out_.const_strings.size());
+      out_.const_strings.push_back(sval);
+      return Type::string(static_cast<uint32_t>(sval.size() + 1));
+    }
+    out_.const_of[id] = ival;
+    return kind == Kind::Bool ? Type::boolean() : Type::integer(8, true);
+  }
+
+  // A probe kind as bpftrace's messages name it ("BEGIN", "tracepoint").
+  static std::string probe_type_name(ProbeKind k) {
+    if (k == ProbeKind::Begin) return "BEGIN";
+    if (k == ProbeKind::End) return "END";
+    return probe_kind_name(k);
+  }
+
+  // reg("sp"): a register of the probed context (struct pt_regs), in probes
+  // whose context is one: kprobes, uprobes and USDT.
+  Type reg_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Expr& a = ast_.expr(e.args[0]);
+    if (a.kind != ExprKind::String) {
+      error(e.loc, fmt::format("reg() expects a string literal ({} provided)", provided(e.args[0])));
+      return Type::none();
+    }
+    expr(e.args[0]);
+    for (const auto& p : *points_) {
+      bool regs = p.kind == ProbeKind::Kprobe || p.kind == ProbeKind::Kretprobe || p.kind == ProbeKind::Uprobe ||
+                  p.kind == ProbeKind::Uretprobe || p.kind == ProbeKind::Usdt;
+      if (!regs) {
+        error(e.loc, fmt::format("reg can not be used with \"{}\" probes", probe_type_name(p.kind)));
+        return Type::none();
+      }
+    }
+    auto off = pt_regs_offset(a.sval);
+    if (!off) {
+      error(e.loc, fmt::format("'{}' is not a valid register", a.sval));
+      return Type::none();
+    }
+    out_.const_of[e.args[0]] = *off;
+    return Type::integer(8, false);
   }
 
   // len(@map): the map's entry count; len(ustack) / len(kstack): the frames
@@ -2093,6 +2308,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.actions.clear();
     lang::Diagnostics scratch;
     out.strftime_formats.clear();
+    out.const_strings.clear();
+    out.getopt_names.clear();
+    out.named_args = options.named_args;
     out.unsafe = options.unsafe;
     Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars));
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
@@ -2101,6 +2319,12 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   if (diags.has_errors()) return std::nullopt;
+  for (const auto& [name, value] : out.named_args) {
+    if (!out.getopt_names.count(name)) {
+      diags.error_unlocated(fmt::format("Unexpected named argument: --{} (the program has no getopt(\"{}\"))", name, name));
+      return std::nullopt;
+    }
+  }
   for (const auto& m : out.maps) {
     if (m.agg == output::AggKind::Plain && m.value.kind == TypeKind::None) {
       diags.error(m.first_use, fmt::format("Undefined map: {}", m.name));
@@ -2112,7 +2336,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   for (const auto& a : out.actions) {
     bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue ||
                   a.kind == ActionKind::Time || a.kind == ActionKind::Join || a.kind == ActionKind::Cat ||
-                  a.kind == ActionKind::System;
+                  a.kind == ActionKind::System || a.kind == ActionKind::Errorf || a.kind == ActionKind::Warnf;
     bool hot = std::any_of(resolved[a.probe_index].begin(), resolved[a.probe_index].end(), [](const auto& p) {
       return p.kind != ProbeKind::Begin && p.kind != ProbeKind::End;
     });

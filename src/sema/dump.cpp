@@ -4,7 +4,7 @@
 
 namespace bpfscope::sema {
 
-static const char* kind_name(ProbeKind k) {
+const char* probe_kind_name(ProbeKind k) {
   switch (k) {
     case ProbeKind::Begin: return "begin";
     case ProbeKind::End: return "end";
@@ -38,6 +38,8 @@ static const char* action_name(ActionKind k) {
     case ActionKind::Join: return "join";
     case ActionKind::Cat: return "cat";
     case ActionKind::System: return "system";
+    case ActionKind::Errorf: return "errorf";
+    case ActionKind::Warnf: return "warnf";
   }
   std::unreachable();
 }
@@ -63,7 +65,7 @@ std::string dump(const TypedProgram& p) {
   }
   for (size_t i = 0; i < p.var_types.size(); ++i) out += fmt::format("var {}: {}\n", i, p.var_types[i].name());
   for (const auto& u : p.units) {
-    out += fmt::format("program {} ({}, probe {}):", u.name, kind_name(u.kind), u.probe_index);
+    out += fmt::format("program {} ({}, probe {}):", u.name, probe_kind_name(u.kind), u.probe_index);
     for (const auto& t : u.targets) out += " " + t.name;
     out += "\n";
   }

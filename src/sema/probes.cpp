@@ -133,25 +133,6 @@ std::optional<std::pair<uint64_t, bool>> parse_duration(std::string_view s) {
   return parse_period(s.substr(i), s.substr(0, i));
 }
 
-// x86-64 register names in USDT argument specs, as offsets in struct pt_regs.
-std::optional<int32_t> pt_regs_offset(std::string_view reg) {
-  struct Reg {
-    std::string_view names[4];
-    int32_t offset;
-  };
-  constexpr Reg kRegs[] = {
-      {{"rax", "eax", "ax", "al"}, 80}, {{"rbx", "ebx", "bx", "bl"}, 40}, {{"rcx", "ecx", "cx", "cl"}, 88},
-      {{"rdx", "edx", "dx", "dl"}, 96}, {{"rsi", "esi", "si", "sil"}, 104}, {{"rdi", "edi", "di", "dil"}, 112},
-      {{"rbp", "ebp", "bp", "bpl"}, 32}, {{"rsp", "esp", "sp", "spl"}, 152}, {{"r8", "r8d", "r8w", "r8b"}, 72},
-      {{"r9", "r9d", "r9w", "r9b"}, 64}, {{"r10", "r10d", "r10w", "r10b"}, 56}, {{"r11", "r11d", "r11w", "r11b"}, 48},
-      {{"r12", "r12d", "r12w", "r12b"}, 24}, {{"r13", "r13d", "r13w", "r13b"}, 16},
-      {{"r14", "r14d", "r14w", "r14b"}, 8}, {{"r15", "r15d", "r15w", "r15b"}, 0}, {{"rip", "eip", "ip", ""}, 128},
-  };
-  for (const auto& r : kRegs)
-    for (auto n : r.names)
-      if (!n.empty() && n == reg) return r.offset;
-  return std::nullopt;
-}
 
 // "SIZE@OPERAND": %reg, $imm or disp(%reg).
 std::optional<UsdtArg> parse_usdt_arg(std::string_view spec) {
@@ -249,6 +230,26 @@ constexpr std::array kSoftwareEvents = {
 };
 
 }  // namespace
+
+// x86-64 register names in USDT argument specs, as offsets in struct pt_regs.
+std::optional<int32_t> pt_regs_offset(std::string_view reg) {
+  struct Reg {
+    std::string_view names[4];
+    int32_t offset;
+  };
+  constexpr Reg kRegs[] = {
+      {{"rax", "eax", "ax", "al"}, 80}, {{"rbx", "ebx", "bx", "bl"}, 40}, {{"rcx", "ecx", "cx", "cl"}, 88},
+      {{"rdx", "edx", "dx", "dl"}, 96}, {{"rsi", "esi", "si", "sil"}, 104}, {{"rdi", "edi", "di", "dil"}, 112},
+      {{"rbp", "ebp", "bp", "bpl"}, 32}, {{"rsp", "esp", "sp", "spl"}, 152}, {{"r8", "r8d", "r8w", "r8b"}, 72},
+      {{"r9", "r9d", "r9w", "r9b"}, 64}, {{"r10", "r10d", "r10w", "r10b"}, 56}, {{"r11", "r11d", "r11w", "r11b"}, 48},
+      {{"r12", "r12d", "r12w", "r12b"}, 24}, {{"r13", "r13d", "r13w", "r13b"}, 16},
+      {{"r14", "r14d", "r14w", "r14b"}, 8}, {{"r15", "r15d", "r15w", "r15b"}, 0}, {{"rip", "eip", "ip", ""}, 128},
+  };
+  for (const auto& r : kRegs)
+    for (auto n : r.names)
+      if (!n.empty() && n == reg) return r.offset;
+  return std::nullopt;
+}
 
 std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid) {
   std::string pat = pattern.empty() ? "*" : std::string(pattern);

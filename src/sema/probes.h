@@ -2,6 +2,7 @@
 // Internal to sema.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -21,5 +22,9 @@ struct ResolvedAttachPoint {
 // process (-1: none): usdt:* searches the files it maps.
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid = -1);
+
+// x86-64 register names (USDT argument specs, reg()) as offsets in struct
+// pt_regs: "rsp", "esp", "sp" and "spl" are 152.
+std::optional<int32_t> pt_regs_offset(std::string_view reg);
 
 }  // namespace bpfscope::sema

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,18 +93,20 @@ enum class Function {
   Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
   Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
   Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len, Kaddr,
+  Strcontains, Strstr, Strerror, SyscallName, SignalName, Errorf, Warnf, Memcmp, Getopt,
+  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override,
 };
 
 bool is_aggregation(Function f);
 
 // ORDER ActionKind: the runtime's action table has one row per kind.
-enum class ActionKind { Printf, Exit, Print, PrintValue, Clear, Zero, Time, Join, Cat, System };
+enum class ActionKind { Printf, Exit, Print, PrintValue, Clear, Zero, Time, Join, Cat, System, Errorf, Warnf };
 
 // An asynchronous action: the BPF program writes a record
 // [u64 action id][arguments] to the ring buffer and user space performs it.
 struct Action {
   ActionKind kind = ActionKind::Printf;
-  std::string format;               // Printf, Cat, System: the format; Time: the strftime format;
+  std::string format;               // Printf, Cat, System, Errorf, Warnf: the format; Time: the strftime format;
                                     // Join: the separator
   output::PrintfFormat printf_format;
   std::vector<Type> args;           // argument types, in record order
@@ -147,6 +151,12 @@ struct TypedProgram {
   Config config;
   std::vector<std::string> positional;  // $1..$N as given
   std::vector<std::string> strftime_formats;  // by the index a Timestamp value carries
+  // getopt(): the named options after `--` (`--n=5` gives "5", a bare `--flag`
+  // nullopt), the names the program asks for, and the string values (by the
+  // index const_of holds for a string getopt()).
+  std::map<std::string, std::optional<std::string>> named_args;
+  std::set<std::string> getopt_names;
+  std::vector<std::string> const_strings;
   uint32_t join_elem_size = 0;  // join(): bytes of each element in the record
   bool unsafe = false;          // --unsafe was given
   bool has_child = false;               // -c: cpid is defined
@@ -168,6 +178,7 @@ struct Options {
   bool dry_run = false;  // attach points are still resolved
   bool unsafe = false;   // --unsafe: system() and signal() are allowed
   int target_pid = -1;   // -p: usdt:* searches the files this process maps
+  std::map<std::string, std::optional<std::string>> named_args;  // getopt(): --name[=value] after --
 };
 
 // Returns nullopt when errors were reported to diags.
@@ -175,6 +186,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
 
 // Text of the typed program for -d sema.
 std::string dump(const TypedProgram& program);
+
+// The canonical provider name of a kind ("tracepoint", "uprobe").
+const char* probe_kind_name(ProbeKind k);
 
 // The provider table, for -l and for error messages.
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);

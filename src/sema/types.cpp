@@ -31,7 +31,8 @@ uint32_t Type::mem_size() const {
     case TypeKind::Symbol: return 16;
     case TypeKind::Array: return align8(size * elems[0].size);
     case TypeKind::Buffer: return 8 + align8(size);
-    case TypeKind::MacAddr: return 8;
+    case TypeKind::MacAddr:
+    case TypeKind::Named: return 8;
     case TypeKind::Timestamp: return 16;
   }
   std::unreachable();
@@ -68,6 +69,14 @@ std::string Type::name() const {
     case TypeKind::Buffer: return fmt::format("buffer[{}]", size);
     case TypeKind::MacAddr: return "mac_address";
     case TypeKind::Timestamp: return "timestamp";
+    case TypeKind::Named:
+      switch (table) {
+        case NameTable::Errno: return "strerror_t";
+        case NameTable::Syscall: return "syscall_name_t";
+        case NameTable::Signal: return "signal_name_t";
+        case NameTable::CgroupPath: return "cgroup_path_t";
+      }
+      std::unreachable();
     case TypeKind::Tuple: {
       std::string s = "(";
       for (size_t i = 0; i < elems.size(); ++i)
@@ -94,6 +103,7 @@ bool operator==(const Type& a, const Type& b) {
     case TypeKind::Buffer: return a.size == b.size;
     case TypeKind::Stack: return a.user == b.user && a.stack_mode == b.stack_mode;
     case TypeKind::Symbol: return a.user == b.user;
+    case TypeKind::Named: return a.table == b.table;
   }
   std::unreachable();
 }

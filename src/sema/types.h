@@ -29,7 +29,12 @@ enum class TypeKind {
   Buffer,  // buf(): u64 length, then `size` bytes; printed with \xNN escapes
   MacAddr, // macaddr(): 6 bytes (8 in memory); printed AA:BB:CC:DD:EE:FF
   Timestamp,  // strftime(): u64 index into TypedProgram::strftime_formats, u64 boot-clock ns
+  Named,   // strerror(), syscall_name(), signal_name(), cgroup_path(): a u64 that user space
+           // names from `table` when it prints
 };
+
+// The table a Named value is printed from.
+enum class NameTable : uint8_t { Errno, Syscall, Signal, CgroupPath };
 
 // How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, or
 // bare addresses.
@@ -47,6 +52,7 @@ struct Type {
   uint32_t btf_id = 0;  // Int pointer: the BTF type pointed to (0: unknown); Record: the struct
   bool user = false;    // Stack, Symbol: user space rather than the kernel
   StackMode stack_mode = StackMode::Bpftrace;  // Stack
+  NameTable table = NameTable::Errno;          // Named
   std::vector<Type> elems;
   std::vector<uint32_t> offsets;
   std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
@@ -120,6 +126,13 @@ struct Type {
     Type t;
     t.kind = TypeKind::Timestamp;
     t.size = 16;
+    return t;
+  }
+  static Type named(NameTable table) {
+    Type t;
+    t.kind = TypeKind::Named;
+    t.size = 8;
+    t.table = table;
     return t;
   }
   static Type inet() {

@@ -177,7 +177,24 @@ const std::vector<std::string> kLoadPrograms = {
     "for ($i : 0..3) { $t++; } } @r = $t; }",
     "tracepoint:syscalls:sys_enter_openat { @m[1] = 1; for ($kv : @m) { @f[str(args.filename)] = count(); "
     "@k[args.flags] = count(); } }",
+    // A long-lived value (the scratch pointer) spilled while a later one is
+    // spilled late: their stack slots must not be shared.
+    "tracepoint:syscalls:sys_enter_openat /memcmp(str(args.filename), \"/etc/hostname\", 14) == 0/ { "
+    "printf(\"%s %d\\n\", str(args.filename), memcmp(comm, \"head\", 4)); }",
+    // strstr/strcontains: bpf_loop callbacks, nested for needles that are not
+    // short literals.
+    "tracepoint:syscalls:sys_enter_openat { $f = str(args.filename); @a = strstr($f, \"etc\"); "
+    "@b = strcontains($f, $f); @c = strstr(\"/etc/hostname\", $f); }",
 };
+
+// The verifier accepts strstr() over two max_strlen strings: two levels of
+// bpf_loop callbacks after the main program.
+TEST(Codegen, StrstrIsNestedCallbacks) {
+  auto c = compile_text("tracepoint:syscalls:sys_enter_openat { $f = str(args.filename); @i = strstr($f, $f); }");
+  ASSERT_EQ(c.programs.size(), 1u);
+  EXPECT_EQ(c.programs[0].subprograms.size(), 2u);
+  EXPECT_EQ(load_all(c), "");
+}
 
 // The body of a map loop is a subprogram after the main program's
 // instructions, and its address is the one the helper call receives.

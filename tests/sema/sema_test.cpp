@@ -2,6 +2,7 @@
 // expansion and error messages.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -303,6 +304,78 @@ TEST(Sema, DataFunctionErrors) {
 }
 
 // signal() and system() with --unsafe.
+TEST(Sema, StringAndNameFunctions) {
+  check_ok({
+      {"BEGIN { @a = strcontains(\"abc\", \"b\"); @b = strstr(comm, \"x\"); @c = memcmp(\"ab\", \"ac\", 2); }",
+       "@a[]=bool/plain;@b[]=int64/plain;@c[]=int64/plain"},
+      {"BEGIN { @e = strerror(1); @s[syscall_name(0)] = signal_name(9); @g = cgroup_path(cgroup); }",
+       "@e[]=strerror_t/plain;@s[syscall_name_t]=signal_name_t/plain;@g[]=cgroup_path_t/plain"},
+      {"BEGIN { @n = getopt(\"n\", 5); @f = getopt(\"f\"); @s = getopt(\"s\", \"abc\", \"a name\"); }",
+       "@n[]=int64/plain;@f[]=bool/plain;@s[]=string[4]/plain"},
+      {"uprobe:libc:malloc { @r = reg(\"sp\"); @p = str(uptr(reg(\"di\"))); }", "@r[]=uint64/plain;@p[]=string[1024]/plain"},
+  });
+}
+
+TEST(Sema, StringAndNameFunctionErrors) {
+  check_err({
+      {"BEGIN { @a = strcontains(\"abc\", 1); }", "strcontains() expects string arguments (int64 provided)"},
+      {"BEGIN { @a = strstr(1, \"a\"); }", "strstr() expects string arguments (int64 provided)"},
+      {"BEGIN { @a = strstr(\"a\"); }", "strstr() requires 2 arguments (1 provided)"},
+      {"BEGIN { @e = strerror(\"x\"); }", "strerror() expects an integer (string[2] provided)"},
+      {"BEGIN { @e = signal_name(comm); }", "signal_name() expects an integer (string[16] provided)"},
+      {"BEGIN { @g = cgroup_path(1, \"unified\"); }", "cgroup_path(): a hierarchy filter is not supported"},
+      {"BEGIN { @m = memcmp(\"ab\", \"abc\", 4); }", "memcmp(): the size (4) is larger than the arguments (3 bytes)"},
+      {"BEGIN { $n = 1; @m = memcmp(\"ab\", \"ab\", $n); }", "memcmp(): the size must be a non-negative integer constant"},
+      {"BEGIN { @m = memcmp(1, \"ab\", 1); }", "memcmp() expects strings or byte arrays (int64 provided)"},
+      {"BEGIN { errorf(1); }", "errorf() expects a string literal (integer provided)"},
+      {"BEGIN { warnf(\"%d %d\", 1); }", "warnf: Not enough arguments for format string (1 supplied, 2 expected)"},
+      {"BEGIN { $x = \"n\"; @g = getopt($x); }", "getopt() expects a string literal name (string provided)"},
+      {"BEGIN { @g = getopt(\"n\", pid); }", "getopt(): the default must be a literal (bool, integer or string)"},
+      {"BEGIN { @g = getopt(\"n\", 1, 2); }", "getopt(): the description must be a string literal"},
+      {"BEGIN { @r = reg(\"sp\"); }", "reg can not be used with \"BEGIN\" probes"},
+      {"tracepoint:syscalls:sys_enter_openat { @r = reg(\"sp\"); }", "reg can not be used with \"tracepoint\" probes"},
+      {"uprobe:libc:malloc { @r = reg(\"xyz\"); }", "'xyz' is not a valid register"},
+      {"BEGIN { @p = kptr(\"a\"); }", "kptr() expects a pointer (string[2] provided)"},
+      {"BEGIN { $p = path(0); }", "path() needs the bpf_d_path helper"},
+      {"kprobe:vfs_read { override(1); }", "override() is an unsafe function being used in safe mode"},
+  });
+}
+
+// getopt() reads the named options given after `--`.
+TEST(Sema, GetoptOptions) {
+  auto run = [](const std::string& text, std::map<std::string, std::optional<std::string>> named) {
+    Analysed out;
+    lang::Source src("stdin", text);
+    lang::Diagnostics diags;
+    auto parsed = lang::parse(src, diags);
+    if (!parsed) return diags.render(src);
+    out.ast = std::make_unique<lang::Program>(std::move(*parsed));
+    Options options;
+    options.named_args = std::move(named);
+    out.typed = analyse(*out.ast, options, diags);
+    if (!out.typed) return diags.render(src);
+    std::string s;
+    for (lang::ExprId e = 0; e < out.ast->exprs.size(); ++e) {
+      if (out.typed->function_of[e] != Function::Getopt) continue;
+      int64_t v = out.typed->const_of[e].value_or(-1);
+      s += (s.empty() ? "" : ",") +
+           (out.typed->type_of(e).is_string() ? out.typed->const_strings.at(static_cast<size_t>(v)) : std::to_string(v));
+    }
+    return s;
+  };
+  EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"f\"); @c = getopt(\"s\", \"x\"); }",
+                {{"n", "0x10"}, {"f", std::nullopt}, {"s", "hello"}}),
+            "16,1,hello");
+  EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"f\", true); @c = getopt(\"s\", \"x\"); }", {}), "1,1,x");
+  EXPECT_EQ(run("BEGIN { @b = getopt(\"f\", true); }", {{"f", "false"}}), "0");
+  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"m", "1"}}).find("Unexpected named argument: --m"),
+            std::string::npos);
+  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "x"}}).find("getopt(): --n expects an integer, got \"x\""),
+            std::string::npos);
+  EXPECT_NE(run("BEGIN { @a = getopt(\"s\", \"d\"); }", {{"s", std::nullopt}}).find("expects a string value"),
+            std::string::npos);
+}
+
 TEST(Sema, UnsafeFunctions) {
   auto analyse_unsafe = [](const std::string& text) {
     Analysed out;

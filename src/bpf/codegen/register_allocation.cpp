@@ -82,22 +82,25 @@ std::expected<Allocation, std::string> allocate_registers(const ir::Function& f,
 
   std::vector<Interval> active;  // sorted by end
   bool reg_free[kRegCount] = {true, true, true, true};
-  std::vector<int16_t> free_slots;
+  // Slots of expired spilled intervals, with the end of their last owner: a
+  // slot may only go to an interval that starts after that end (an active
+  // interval spilled late occupies its slot from its own start).
+  std::vector<std::pair<uint32_t, int16_t>> free_slots;
   std::vector<std::pair<uint32_t, int16_t>> slot_owner_end;  // spilled: (end, slot)
   int32_t frame = static_cast<int32_t>(f.stack_size);
-  auto new_slot = [&](uint32_t end) -> int16_t {
+  auto spill = [&](const Interval& i) {
+    auto it = std::find_if(free_slots.begin(), free_slots.end(), [&](const auto& fs) { return fs.first < i.start; });
     int16_t s;
-    if (!free_slots.empty()) {
-      s = free_slots.back();
-      free_slots.pop_back();
+    if (it != free_slots.end()) {
+      s = it->second;
+      free_slots.erase(it);
     } else {
       frame += 8;
       s = static_cast<int16_t>(-frame);
     }
-    slot_owner_end.push_back({end, s});
-    return s;
+    slot_owner_end.push_back({i.end, s});
+    a.slot[i.vreg] = s;
   };
-  auto spill = [&](const Interval& i) { a.slot[i.vreg] = new_slot(i.end); };
 
   for (const auto& cur : order) {
     // Expire intervals that ended before this one starts.
@@ -111,7 +114,7 @@ std::expected<Allocation, std::string> allocate_registers(const ir::Function& f,
     }
     for (auto it = slot_owner_end.begin(); it != slot_owner_end.end();) {
       if (it->first < cur.start) {
-        free_slots.push_back(it->second);
+        free_slots.push_back(*it);
         it = slot_owner_end.erase(it);
       } else {
         ++it;
