@@ -981,7 +981,7 @@ class Lowerer {
       case sema::Builtin::Arg: {
         int n = arg_number(ast_.expr(id).name);
         if (unit_.kind == sema::ProbeKind::Usdt) return usdt_arg(target().usdt_args[n], t);
-        if (unit_.kind == sema::ProbeKind::Uprobe) {
+        if (unit_.kind == sema::ProbeKind::Uprobe || unit_.kind == sema::ProbeKind::Kprobe) {
           // x86-64 calling convention, as offsets into struct pt_regs:
           // di, si, dx, cx, r8, r9; further arguments are on the stack.
           constexpr int kArgRegs[] = {112, 104, 96, 88, 72, 64};
@@ -991,7 +991,14 @@ class Lowerer {
         // A raw tracepoint's context is the array of its u64 arguments.
         return int_val(b_.load(8, ctx_, n * 8), t);
       }
-      case sema::Builtin::Retval: return int_val(b_.load(8, ctx_, 80), t);  // pt_regs->ax
+      case sema::Builtin::Retval: {
+        if (unit_.kind == sema::ProbeKind::Fexit) {
+          // fexit's context: the arguments, then the return value.
+          auto params = sema::btf_args(*p_.btf, unit_.kind, target());
+          return int_val(b_.load(8, ctx_, static_cast<int32_t>(params ? params->size() * 8 : 0)), t);
+        }
+        return int_val(b_.load(8, ctx_, 80), t);  // pt_regs->ax
+      }
       case sema::Builtin::Kstack:
       case sema::Builtin::Ustack: return stack_val(t);
       case sema::Builtin::Func: {
@@ -1013,10 +1020,9 @@ class Lowerer {
   const sema::AttachTarget& target() const { return unit_.targets[target_ < 0 ? 0 : target_]; }
 
   Val args_field(const Expr& e, const Type& t) {
-    if (unit_.kind == sema::ProbeKind::RawTracepoint) {
+    if (auto params = sema::btf_args(*p_.btf, unit_.kind, target())) {
       // The context is the u64 argument array; the BTF prototype gives the
       // position (sema checked the name exists).
-      auto params = p_.btf->tracepoint_args(target().format.event);
       int index = 0;
       for (size_t k = 0; params && k < params->size(); ++k)
         if ((*params)[k].name == e.name) index = static_cast<int>(k);

@@ -293,7 +293,11 @@ class Session {
     const std::string& name = u.targets[0].name;
     auto colon = name.rfind(':');
     std::string fn = colon == std::string::npos ? name : name.substr(colon + 1);
-    for (std::string_view prefix : {"__x64_sys_", "__arm64_sys_", "__se_sys_", "ksys_", "sys_", "do_sys_", "do_"}) {
+    while (!fn.empty() && (fn.back() == '*' || fn.back() == '?')) fn.pop_back();
+    // A tracepoint named like the function (tcp_retransmit_skb).
+    if (auto same = bpf::list_tracepoints("*", fn); same && !same->empty())
+      return fmt::format("use tracepoint:{} instead", same->front());
+    for (std::string_view prefix : {"__x64_sys_", "__arm64_sys_", "__se_sys_", "ksys_", "sys_", "do_sys_", "vfs_", "do_"}) {
       if (fn.rfind(prefix, 0) == 0) {
         fn = fn.substr(prefix.size());
         break;

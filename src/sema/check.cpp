@@ -716,17 +716,21 @@ class Checker {
     target_specific_ = true;
     std::optional<Type> result;
     for (const auto& point : *points_) {
-      if (point.kind == ProbeKind::RawTracepoint) {
-        // Typed from the kernel's BTF prototype of the event.
+      if (point.kind == ProbeKind::RawTracepoint || point.kind == ProbeKind::Fentry ||
+          point.kind == ProbeKind::Fexit) {
+        // Typed from the kernel's BTF prototype of the event or function.
         for (const auto& t : point.targets) {
-          auto params = out_.btf->tracepoint_args(t.format.event);
+          auto params = btf_args(*out_.btf, point.kind, t);
           const bpf::BtfParam* param = nullptr;
           if (params)
             for (const auto& p : *params)
               if (p.name == e.name) param = &p;
           if (!param) {
-            error(e.loc, fmt::format("Can't find argument '{}' of raw tracepoint {} in the kernel's BTF", e.name,
-                                     t.format.event));
+            if (point.kind == ProbeKind::RawTracepoint)
+              error(e.loc, fmt::format("Can't find argument '{}' of raw tracepoint {} in the kernel's BTF", e.name,
+                                       t.format.event));
+            else
+              error(e.loc, fmt::format("Can't find argument '{}' of function {} in the kernel's BTF", e.name, t.func));
             return Type::none();
           }
           auto ft = btf_value_type(param->type_id);
@@ -746,7 +750,7 @@ class Checker {
         continue;
       }
       if (point.kind != ProbeKind::Tracepoint) {
-        error(e.loc, "The args builtin can only be used with tracepoint and rawtracepoint probes");
+        error(e.loc, "The args builtin can only be used with tracepoint, rawtracepoint and fentry/fexit probes");
         return Type::none();
       }
       for (const auto& t : point.targets) {
@@ -1879,6 +1883,7 @@ class Checker {
           bool user = false;
           for (const auto& p : *points_) {
             user = user || p.kind == ProbeKind::Uprobe || p.kind == ProbeKind::Usdt;
+            if (p.kind == ProbeKind::Kprobe) continue;  // pt_regs, as uprobes
             if (p.kind == ProbeKind::Usdt) {
               target_specific_ = true;  // each note has its own argument specs
               for (const auto& t : p.targets) {
@@ -1891,7 +1896,8 @@ class Checker {
               continue;
             }
             if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Uprobe) {
-              error(e.loc, fmt::format("{} is only available in rawtracepoint, uprobe and usdt probes here", e.name));
+              error(e.loc, fmt::format("{} is only available in rawtracepoint, kprobe, uprobe and usdt probes here",
+                                       e.name));
               return set(id, Type::none());
             }
           }
@@ -1902,8 +1908,8 @@ class Checker {
         }
         if (b->id == Builtin::Retval) {
           for (const auto& p : *points_) {
-            if (p.kind != ProbeKind::Uretprobe) {
-              error(e.loc, "retval is only available in uretprobe probes here");
+            if (p.kind != ProbeKind::Uretprobe && p.kind != ProbeKind::Kretprobe && p.kind != ProbeKind::Fexit) {
+              error(e.loc, "retval is only available in uretprobe, kretprobe and fexit probes here");
               return set(id, Type::none());
             }
           }
@@ -1912,8 +1918,9 @@ class Checker {
           target_specific_ = true;
           uint32_t longest = 1;
           for (const auto& p : *points_) {
-            if (p.kind != ProbeKind::Uprobe && p.kind != ProbeKind::Uretprobe) {
-              error(e.loc, "func is only available in uprobe probes here");
+            if (p.kind != ProbeKind::Uprobe && p.kind != ProbeKind::Uretprobe && p.kind != ProbeKind::Kprobe &&
+                p.kind != ProbeKind::Kretprobe && p.kind != ProbeKind::Fentry && p.kind != ProbeKind::Fexit) {
+              error(e.loc, "func is only available in uprobe, kprobe and fentry probes here");
               return set(id, Type::none());
             }
             for (const auto& t : p.targets) longest = std::max<uint32_t>(longest, t.func.size() + 1);
@@ -2283,6 +2290,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     for (auto& point : points)
       if (point.kind == ProbeKind::RawTracepoint)
         for (auto& t : point.targets) t.btf_id = out.btf->tracepoint_btf_id(t.format.event).value_or(0);
+      else if (point.kind == ProbeKind::Fentry || point.kind == ProbeKind::Fexit)
+        for (auto& t : point.targets) t.btf_id = out.btf->find_func(t.func).value_or(0);
   if (program.probes.empty()) {
     diags.error_unlocated("No probes to attach");
     return std::nullopt;

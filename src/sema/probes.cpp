@@ -662,11 +662,19 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         return std::nullopt;
       }
       // These compile; the runtime reports at attach time why this kernel
-      // cannot run them (KERNEL.md 2.2).
-      out.targets.push_back({.name = fmt::format("{}:{}", row->canonical, rest), .format = {}, .loc = loc});
+      // cannot run them (KERNEL.md 2.2). `func` is the function (after an
+      // optional module: kprobe:mod:fn, fentry:vmlinux:fn).
+      out.targets.push_back({.name = fmt::format("{}:{}", row->canonical, rest), .format = {},
+                             .func = std::string(parts.back()), .loc = loc});
       return out;
   }
   std::unreachable();
+}
+
+std::optional<std::vector<bpf::BtfParam>> btf_args(const bpf::Btf& btf, ProbeKind kind, const AttachTarget& t) {
+  if (kind == ProbeKind::RawTracepoint) return btf.tracepoint_args(t.format.event);
+  if ((kind == ProbeKind::Fentry || kind == ProbeKind::Fexit) && t.btf_id) return btf.func_params(t.btf_id);
+  return std::nullopt;
 }
 
 }  // namespace bpfscope::sema

@@ -201,4 +201,9 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
 // error message for a provider that cannot be listed.
 std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid = -1);
 
+// The BTF-typed arguments of a target whose context is an array of u64
+// arguments: a raw tracepoint's (tp_btf prototype) or an fentry/fexit
+// function's. nullopt for other kinds, or when BTF lacks the prototype.
+std::optional<std::vector<bpf::BtfParam>> btf_args(const bpf::Btf& btf, ProbeKind kind, const AttachTarget& t);
+
 }  // namespace bpfscope::sema

@@ -141,6 +141,25 @@ TEST(Ir, OneFunctionPerTargetWhenProbeIsUsed) {
   EXPECT_EQ(l2.module.target_of[0], -1);
 }
 
+// kprobe arguments come from pt_regs (arg0 = di at 112, retval = ax at 80);
+// fexit's return value follows the arguments in its u64 context array.
+TEST(Ir, KprobeAndFexitContextReads) {
+  auto loads_ctx_at = [](const Lowered& l, int32_t off) {
+    for (const auto& b : l.module.functions.at(0).blocks)
+      for (const auto& i : b.insts)
+        if (i.op == Opcode::Load && i.off == off) return true;
+    return false;
+  };
+  auto k = lower_text("kprobe:tcp_connect { @a = arg0; } kretprobe:tcp_connect { @r = retval; }");
+  ASSERT_TRUE(k.typed.has_value());
+  EXPECT_TRUE(loads_ctx_at(k, 112)) << k.text;
+  auto f = lower_text("fexit:tcp_sendmsg { @r = retval; @s = args.size; }");
+  ASSERT_TRUE(f.typed.has_value());
+  // tcp_sendmsg(struct sock *sk, struct msghdr *msg, size_t size): size at 16, retval at 24.
+  EXPECT_TRUE(loads_ctx_at(f, 16)) << f.text;
+  EXPECT_TRUE(loads_ctx_at(f, 24)) << f.text;
+}
+
 TEST(Ir, CountIsAnAtomicAdd) {
   auto l = lower_text("BEGIN { @c = count(); }");
   ASSERT_TRUE(l.typed.has_value());
