@@ -197,7 +197,7 @@ TEST(Sema, Errors) {
       {"BEGIN { @h = hist(1, 9); }", "hist: bits must be a constant between 0 and 5"},
       {"BEGIN { if (1) { $x = 1; } printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
       {"BEGIN { { $y = 1; } @z = $y; }", "Undefined or undeclared variable: $y"},
-      {"BEGIN { @x = args.foo; }", "The args builtin can only be used with tracepoint and rawtracepoint probes"},
+      {"BEGIN { @x = args.foo; }", "The args builtin can only be used with tracepoint, rawtracepoint and fentry/fexit probes"},
       {"BEGIN { @x = 1 == \"a\"; }", "Type mismatch for '=='"},
       {"BEGIN { @x = 1 ? 2 : \"a\"; }", "Ternary operator must return the same type"},
       {"BEGIN { @x = (1, 2).5; }", "Invalid tuple index"},
