@@ -718,23 +718,29 @@ std::vector<BtfParam> params_of(const TypeReader& b, const btf_type* proto, uint
 
 }  // namespace
 
+namespace {
+
+// A FUNC's prototype, or nullptr.
+const btf_type* func_proto(const TypeReader& t, uint32_t func_id) {
+  if (!t.ok() || func_id == 0 || func_id >= t.count()) return nullptr;
+  const btf_type* f = t.type(func_id);
+  if (!btf_is_func(f)) return nullptr;
+  const btf_type* proto = t.type(f->type);
+  return proto && btf_is_func_proto(proto) ? proto : nullptr;
+}
+
+}  // namespace
+
 std::optional<std::vector<BtfParam>> Btf::func_params(uint32_t func_id) const {
   State& s = state();
-  if (!s.t.ok() || func_id == 0 || func_id >= s.t.count()) return std::nullopt;
-  const btf_type* f = s.t.type(func_id);
-  if (!btf_is_func(f)) return std::nullopt;
-  const btf_type* proto = s.t.type(f->type);
-  if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
+  const btf_type* proto = func_proto(s.t, func_id);
+  if (!proto) return std::nullopt;
   return params_of(s.t, proto, 0);
 }
 
 std::optional<uint32_t> Btf::func_return(uint32_t func_id) const {
-  State& s = state();
-  if (!s.t.ok() || func_id == 0 || func_id >= s.t.count()) return std::nullopt;
-  const btf_type* f = s.t.type(func_id);
-  if (!btf_is_func(f)) return std::nullopt;
-  const btf_type* proto = s.t.type(f->type);
-  if (!proto || !btf_is_func_proto(proto)) return std::nullopt;
+  const btf_type* proto = func_proto(state().t, func_id);
+  if (!proto) return std::nullopt;
   return proto->type;
 }
 

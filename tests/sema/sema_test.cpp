@@ -21,7 +21,7 @@ struct Analysed {
   std::string diags;  // rendered diagnostics (errors and warnings)
 };
 
-Analysed analyse_text(const std::string& text) {
+Analysed analyse_text(const std::string& text, const Options& options = {}) {
   Analysed out;
   lang::Source src("stdin", text);
   lang::Diagnostics diags;
@@ -31,7 +31,6 @@ Analysed analyse_text(const std::string& text) {
     return out;
   }
   out.ast = std::make_unique<lang::Program>(std::move(*parsed));
-  Options options;
   out.typed = analyse(*out.ast, options, diags);
   out.diags = diags.render(src);
   return out;
@@ -344,16 +343,10 @@ TEST(Sema, StringAndNameFunctionErrors) {
 // getopt() reads the named options given after `--`.
 TEST(Sema, GetoptOptions) {
   auto run = [](const std::string& text, std::map<std::string, std::optional<std::string>> named) {
-    Analysed out;
-    lang::Source src("stdin", text);
-    lang::Diagnostics diags;
-    auto parsed = lang::parse(src, diags);
-    if (!parsed) return diags.render(src);
-    out.ast = std::make_unique<lang::Program>(std::move(*parsed));
     Options options;
     options.named_args = std::move(named);
-    out.typed = analyse(*out.ast, options, diags);
-    if (!out.typed) return diags.render(src);
+    Analysed out = analyse_text(text, options);
+    if (!out.typed) return out.diags;
     std::string s;
     for (lang::ExprId e = 0; e < out.ast->exprs.size(); ++e) {
       if (out.typed->function_of[e] != Function::Getopt) continue;
@@ -378,16 +371,10 @@ TEST(Sema, GetoptOptions) {
 
 TEST(Sema, UnsafeFunctions) {
   auto analyse_unsafe = [](const std::string& text) {
-    Analysed out;
-    lang::Source src("stdin", text);
-    lang::Diagnostics diags;
-    auto parsed = lang::parse(src, diags);
-    if (!parsed) return diags.render(src);
-    out.ast = std::make_unique<lang::Program>(std::move(*parsed));
     Options options;
     options.unsafe = true;
-    out.typed = analyse(*out.ast, options, diags);
-    return out.typed ? std::string("ok") : diags.render(src);
+    Analysed out = analyse_text(text, options);
+    return out.typed ? std::string("ok") : out.diags;
   };
   EXPECT_EQ(analyse_unsafe("tracepoint:syscalls:sys_enter_getppid { signal(\"KILL\"); signal(\"SIGTERM\"); signal(pid % 3 + 1); }"), "ok");
   EXPECT_EQ(analyse_unsafe("BEGIN { system(\"echo %d\", 1); }"), "ok");
