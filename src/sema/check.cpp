@@ -1121,8 +1121,10 @@ class Checker {
       }
       case Function::Ksym:
       case Function::Usym: {
-        if (!expr(e.args[0]).is_int()) {
-          error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects an address", e.name));
+        Type a = expr(e.args[0]);
+        if (!a.is_int()) {
+          // An argument that already failed was reported there.
+          if (a.kind != TypeKind::None) error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects an address", e.name));
           return Type::none();
         }
         return Type::symbol(row->id == Function::Usym);
