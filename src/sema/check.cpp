@@ -633,11 +633,12 @@ class Checker {
       key = Type::tuple(std::move(elems));
     }
     if (key.kind == TypeKind::Tuple) {
-      // Bools stay bools (printed true/false), other integers widen.
+      // Bools stay bools (printed true/false), pointers stay pointers (printed
+      // in hex), other integers widen.
       for (auto& el : key.elems)
-        if (el.kind == TypeKind::Int) el = Type::integer(8, el.is_signed);
+        if (el.kind == TypeKind::Int && !el.is_pointer) el = Type::integer(8, el.is_signed);
       key = Type::tuple(key.elems, key.names);
-    } else if (key.kind == TypeKind::Int) {
+    } else if (key.kind == TypeKind::Int && !key.is_pointer) {
       key = Type::integer(8, key.is_signed);
     }
     if (!e.args.empty() && key.kind == TypeKind::None) {
