@@ -35,6 +35,7 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] - [args...]
     bpfscope [options] -e 'program' [args...]
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
+    Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
 OPTIONS:
     -e PROGRAM     the program to run
@@ -215,12 +216,15 @@ int main(int argc, char** argv) {
       {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
-  // '+': stop at the first non-option (the script file); later words are
-  // positional parameters.
+  // As bpftrace: getopt_long permutes, so options may also follow the script
+  // file, the -l pattern and positional parameters (`bpfscope -l 'usdt:*' -p
+  // PID`, `bpfscope s.bt -q`); the non-options end up, in order, from optind
+  // on. `--` ends the options: the words after it stay as they are, even ones
+  // starting with '-' (positional parameters, getopt()'s --name[=value]).
   int c;
   opterr = 0;
   bool want_list = false;
-  while ((c = getopt_long(argc, argv, "+e:o:f:B:qvd:lc:p:hVkI:", longopts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "e:o:f:B:qvd:lc:p:hVkI:", longopts, nullptr)) != -1) {
     switch (c) {
       case 'e':
         cli.program = optarg;
@@ -287,8 +291,10 @@ int main(int argc, char** argv) {
         return 1;
     }
   }
-  // getopt_long consumes a `--` that comes before the first non-option
-  // (`-e PROG -- --n=5`).
+  // getopt_long consumes the first `--` and moves it in front of the
+  // non-options it had skipped: argv[optind - 1] is then `--` (`-e PROG --
+  // --n=5`, `s.bt -q -- --n=5`), and every word from optind on came before or
+  // after it in the order given.
   bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
   if (want_list) return list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid);
   if (!cli.have_program) {

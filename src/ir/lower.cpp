@@ -1327,7 +1327,20 @@ class Lowerer {
         v.type = t;
         return v;
       }
-      case sema::Function::Uaddr:
+      case sema::Function::Uaddr: {
+        // One program per target (sema marks uaddr target-specific).
+        const auto& sites = p_.uaddr_of.at(id);
+        auto site = std::find_if(sites.begin(), sites.end(), [&](const sema::UaddrSite& s) {
+          return s.path == target().path && s.offset == target().offset;
+        });
+        if (site == sites.end()) std::unreachable();
+        if (!site->relative) return constant(site->value, t);
+        // The probed instruction's run-time address (its breakpoint address,
+        // also in uretprobes) plus the symbol's distance from it.
+        VregId ip = b_.call(BPF_FUNC_get_func_ip, {ctx_});
+        if (site->value >= INT32_MIN && site->value <= INT32_MAX) return int_val(b_.alu_imm(AluOp::Add, ip, site->value), t);
+        return int_val(b_.alu(AluOp::Add, ip, b_.imm(site->value)), t);
+      }
       case sema::Function::PercpuKaddr:
       case sema::Function::Path:
       case sema::Function::Override: std::unreachable();  // sema rejects them

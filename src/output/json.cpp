@@ -35,8 +35,15 @@ std::string json_uint(uint64_t v) {
 // A map key as a JSON object key: the text form, the outer parentheses of a
 // tuple dropped, and every space removed (0.26 erases ' ' from the whole key
 // text, including spaces inside string keys).
+// Pointers are numbers in JSON, in keys too.
+Value without_pointers(Value v) {
+  v.pointer = false;
+  for (Value& e : v.elems) e = without_pointers(std::move(e));
+  return v;
+}
+
 std::string json_key(const Value& key) {
-  std::string s = to_text(key);
+  std::string s = to_text(without_pointers(key));
   if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
   std::erase(s, ' ');
   return json_string(s);

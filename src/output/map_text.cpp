@@ -29,7 +29,8 @@ Value divide(const Value& v, uint64_t div) {
     case Value::Kind::Int:
       return Value::of_int(div_signed(v.i, div));
     case Value::Kind::UInt:
-      return Value::of_uint(v.u / div);
+      // A pointer is not an integer to bpftrace: it is not divided.
+      return v.pointer ? v : Value::of_uint(v.u / div);
     case Value::Kind::None:
     case Value::Kind::Bool:
     case Value::Kind::String:

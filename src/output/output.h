@@ -24,6 +24,7 @@ struct Value {
   std::string s;   // String
   std::vector<Value> elems;  // Tuple, Array
   std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
+  bool pointer = false;  // UInt holding an address: text prints it as hex (0x32), JSON as a number
 
   // The integer as int64 bits, whatever its kind (0 for strings, tuples, none).
   int64_t as_i64() const {
@@ -33,6 +34,7 @@ struct Value {
 
   static Value of_int(int64_t v) { Value x; x.kind = Kind::Int; x.i = v; return x; }
   static Value of_uint(uint64_t v) { Value x; x.kind = Kind::UInt; x.u = v; return x; }
+  static Value of_pointer(uint64_t v) { Value x = of_uint(v); x.pointer = true; return x; }
   static Value of_bool(bool v) { Value x; x.kind = Kind::Bool; x.i = v; return x; }
   static Value of_string(std::string v) { Value x; x.kind = Kind::String; x.s = std::move(v); return x; }
   static Value of_tuple(std::vector<Value> v) { Value x; x.kind = Kind::Tuple; x.elems = std::move(v); return x; }
@@ -46,7 +48,7 @@ struct Value {
 };
 
 // Text of a value as bpftrace prints it with print() and in map values:
-// ints in decimal, bool true/false, strings bare, tuples "(1, a, (2, 3))",
+// ints in decimal, pointers in hex (0x32), bool true/false, strings bare, tuples "(1, a, (2, 3))",
 // records "{ .a = 1, .b = x }".
 std::string to_text(const Value& v);
 

@@ -17,7 +17,10 @@ void append_text(std::string& out, const Value& v) {
       fmt::format_to(std::back_inserter(out), "{}", v.i);
       return;
     case Value::Kind::UInt:
-      fmt::format_to(std::back_inserter(out), "{}", v.u);
+      if (v.pointer)
+        fmt::format_to(std::back_inserter(out), "0x{:x}", v.u);
+      else
+        fmt::format_to(std::back_inserter(out), "{}", v.u);
       return;
     case Value::Kind::Bool:
       out += v.i != 0 ? "true" : "false";

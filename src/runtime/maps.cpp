@@ -78,6 +78,7 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
     case sema::TypeKind::Int: {
       uint64_t v;
       std::memcpy(&v, p, 8);
+      if (t.is_pointer) return output::Value::of_pointer(v);
       if (t.is_signed) return output::Value::of_int(static_cast<int64_t>(v));
       return output::Value::of_uint(v);
     }

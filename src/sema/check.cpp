@@ -231,6 +231,61 @@ class Checker {
   bool target_specific() const { return target_specific_; }
 
  private:
+  // uaddr("sym"): the run-time address of a symbol in each probed binary, a
+  // pointer to an integer of the symbol's size (1, 2, 4, else 8 bytes).
+  Type uaddr_call(ExprId id) {
+    const Expr& e = ast_.expr(id);
+    const Expr& a = ast_.expr(e.args[0]);
+    if (a.kind != ExprKind::String) {
+      error(e.loc, fmt::format("uaddr() expects a string literal ({} provided)", provided(e.args[0])));
+      return Type::none();
+    }
+    expr(e.args[0]);
+    std::vector<UaddrSite> sites;
+    std::optional<std::pair<uint64_t, std::string>> first_size;  // size and the attach point that gave it
+    for (const auto& p : *points_) {
+      if (p.kind != ProbeKind::Uprobe && p.kind != ProbeKind::Uretprobe && p.kind != ProbeKind::Usdt) {
+        error(e.loc, "uaddr can only be used with u(ret)probes and usdt probes");
+        return Type::none();
+      }
+      for (const auto& t : p.targets) {
+        auto elf = symbols::cached_elf(t.path);
+        auto sym = elf ? (*elf)->symbol(a.sval) : std::nullopt;
+        if (!sym) {
+          error(e.loc, fmt::format("Could not resolve symbol: {}:{}", t.path, a.sval));
+          return Type::none();
+        }
+        if (!first_size) {
+          first_size.emplace(sym->size, t.name);
+        } else if (first_size->first != sym->size) {
+          error(e.loc, fmt::format("Symbol size mismatch between probes. Symbol \"{}\" has size {} for probe \"{}\" "
+                                   "but size {} for probe \"{}\"",
+                                   a.sval, first_size->first, first_size->second, sym->size, t.name));
+          return Type::none();
+        }
+        UaddrSite site{.path = t.path, .offset = t.offset};
+        if ((*elf)->relocatable()) {
+          auto probe_vaddr = (*elf)->offset_to_vaddr(t.offset);
+          if (!probe_vaddr) {
+            error(e.loc, fmt::format("uaddr: no loadable segment of {} holds the probed offset {:#x}", t.path,
+                                     t.offset));
+            return Type::none();
+          }
+          site.relative = true;
+          site.value = static_cast<int64_t>(sym->vaddr - *probe_vaddr);
+        } else {
+          site.value = static_cast<int64_t>(sym->vaddr);
+        }
+        sites.push_back(std::move(site));
+      }
+    }
+    target_specific_ = true;  // the address depends on the binary and the probed instruction
+    out_.uaddr_of[id] = std::move(sites);
+    const uint64_t size = first_size ? first_size->first : 8;
+    const uint32_t pointee = size == 1 || size == 2 || size == 4 ? static_cast<uint32_t>(size) : 8;
+    return Type::pointer(Type::integer(pointee, true), AddrSpace::User);
+  }
+
   void error(lang::Loc loc, std::string msg) {
     if (final_) diags_.error(loc, std::move(msg));
   }
@@ -633,11 +688,12 @@ class Checker {
       key = Type::tuple(std::move(elems));
     }
     if (key.kind == TypeKind::Tuple) {
-      // Bools stay bools (printed true/false), other integers widen.
+      // Bools stay bools (printed true/false), pointers stay pointers (printed
+      // in hex), other integers widen.
       for (auto& el : key.elems)
-        if (el.kind == TypeKind::Int) el = Type::integer(8, el.is_signed);
+        if (el.kind == TypeKind::Int && !el.is_pointer) el = Type::integer(8, el.is_signed);
       key = Type::tuple(key.elems, key.names);
-    } else if (key.kind == TypeKind::Int) {
+    } else if (key.kind == TypeKind::Int && !key.is_pointer) {
       key = Type::integer(8, key.is_signed);
     }
     if (!e.args.empty() && key.kind == TypeKind::None) {
@@ -1320,7 +1376,7 @@ class Checker {
         retarget(t, space);
         return t;
       }
-      case Function::Uaddr:
+      case Function::Uaddr: return uaddr_call(id);
       case Function::PercpuKaddr:
         for (ExprId a : e.args) expr(a);
         error(e.loc, fmt::format("{}() is not supported by bpfscope yet", e.name));

@@ -125,6 +125,18 @@ struct FieldAccess {
   uint32_t shift = 0;
 };
 
+// uaddr("sym") in a program for one attach target (binary `path`, probed
+// instruction at file `offset`): the symbol's run-time address is `value` in a
+// binary loaded where it was linked (ET_EXEC), else the run-time address of the
+// probed instruction (bpf_get_func_ip) plus `value`, the symbol's vaddr minus
+// the probed instruction's vaddr (PIE executables, shared libraries).
+struct UaddrSite {
+  std::string path;
+  uint64_t offset = 0;
+  bool relative = false;
+  int64_t value = 0;
+};
+
 struct Config {
   uint32_t max_strlen = 1024;
   uint32_t max_map_keys = 4096;
@@ -143,6 +155,7 @@ struct TypedProgram {
   std::vector<FieldAccess> field_of;  // by ExprId: BTF struct field reads (Field exprs)
   std::vector<int32_t> for_var_of;    // by ExprId of a for-range start: the loop variable
   std::vector<std::optional<int64_t>> const_of;  // by ExprId: enum constants, sizeof, offsetof
+  std::map<lang::ExprId, std::vector<UaddrSite>> uaddr_of;  // uaddr() calls: one site per attach target
   // vmlinux BTF, loaded on first use (casts, curtask, enum constants).
   std::shared_ptr<const bpf::Btf> btf;
   std::vector<MapInfo> maps;

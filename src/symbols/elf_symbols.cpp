@@ -85,6 +85,7 @@ std::expected<ElfSymbols, std::string> ElfSymbols::load(const std::string& path)
 
   ElfSymbols out;
   out.path_ = path;
+  out.relocatable_ = ehdr.e_type == ET_DYN;
 
   size_t phnum = 0;
   if (elf_getphdrnum(f.elf, &phnum) == 0) {
@@ -108,10 +109,14 @@ std::expected<ElfSymbols, std::string> ElfSymbols::load(const std::string& path)
         GElf_Sym sym;
         if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
         int st = GELF_ST_TYPE(sym.st_info);
-        if (st != STT_FUNC && st != STT_GNU_IFUNC) continue;
+        if (st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_OBJECT) continue;
         if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
         const char* name = elf_strptr(f.elf, s.shdr.sh_link, sym.st_name);
         if (!name || !*name) continue;
+        if (st == STT_OBJECT) {
+          out.objects_.emplace(strip_version(name), SymbolInfo{sym.st_value, sym.st_size});
+          continue;
+        }
         out.funcs_.push_back({sym.st_value, sym.st_size, strip_version(name)});
       }
     }
@@ -197,6 +202,15 @@ std::optional<uint64_t> ElfSymbols::vaddr(std::string_view func) const {
   auto it = by_name_.find(std::string(func));
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<SymbolInfo> ElfSymbols::symbol(std::string_view name) const {
+  std::string key(name);
+  if (auto it = objects_.find(key); it != objects_.end()) return it->second;
+  auto it = by_name_.find(key);
+  if (it == by_name_.end()) return std::nullopt;
+  const Func* f = find(it->second);
+  return SymbolInfo{it->second, f && f->addr == it->second ? f->size : 0};
 }
 
 std::optional<uint64_t> ElfSymbols::file_offset(std::string_view func) const {

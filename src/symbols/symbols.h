@@ -69,8 +69,14 @@ struct UsdtProbe {
   std::string args;        // argument spec, e.g. "8@%rbp 8@%r12 -4@%eax"
 };
 
+// A defined symbol's virtual address and size (uaddr()).
+struct SymbolInfo {
+  uint64_t vaddr = 0;
+  uint64_t size = 0;
+};
+
 // Function symbols (STT_FUNC/STT_GNU_IFUNC, defined) of .symtab and .dynsym of
-// one ELF file, its PT_LOAD segments and USDT notes.
+// one ELF file, its data symbols (STT_OBJECT), PT_LOAD segments and USDT notes.
 class ElfSymbols {
  public:
   static std::expected<ElfSymbols, std::string> load(const std::string& path);
@@ -97,6 +103,11 @@ class ElfSymbols {
   std::string name_at_with_offset(uint64_t vaddr) const;
   const std::vector<UsdtProbe>& usdt() const { return usdt_; }
   size_t size() const { return funcs_.size(); }
+  // A function or data object by name (uaddr("sym")).
+  std::optional<SymbolInfo> symbol(std::string_view name) const;
+  // ET_DYN (PIE executables, shared libraries): loaded at a base chosen at
+  // run time, so a vaddr is relative to the object's load bias.
+  bool relocatable() const { return relocatable_; }
 
  private:
   struct Func {
@@ -114,6 +125,8 @@ class ElfSymbols {
   std::unordered_map<std::string, uint64_t> by_name_;
   std::vector<Segment> segments_;
   std::vector<UsdtProbe> usdt_;
+  std::unordered_map<std::string, SymbolInfo> objects_;  // STT_OBJECT symbols by name
+  bool relocatable_ = false;
 };
 
 // A process-wide cache of loaded ELF files, keyed by path.

@@ -135,6 +135,9 @@ TEST(JsonMap, Plain) {
   expect_line(json_map(keyed("@v", AggKind::Plain,
                              {{I(2), val(T({I(1), S("b")}))}, {I(1), val(B(true))}})),
               R"({"type": "map", "data": {"@v": {"1": true, "2": [1,"b"]}}})" "\n");
+  // Pointers are numbers in JSON, as values and in keys.
+  expect_line(json_map(keyed("@p", AggKind::Plain, {{T({Value::of_pointer(50), I(3)}), val(Value::of_pointer(255))}})),
+              R"({"type": "map", "data": {"@p": {"50,3": 255}}})" "\n");
 }
 
 TEST(JsonMap, TopDivAndEmpty) {

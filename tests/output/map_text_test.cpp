@@ -44,6 +44,8 @@ TEST(MapText, Table) {
        0, 0, "@t: (1, two, (2, 3))\n"},
       {"plain bool", scalar("@b", AggKind::Plain, val(Value::of_bool(true))), 0, 0,
        "@b: true\n"},
+      // Pointers print in hex and are not divided.
+      {"plain pointer", scalar("@p", AggKind::Plain, val(Value::of_pointer(50))), 0, 2, "@p: 0x32\n"},
       {"stats", scalar("@st", AggKind::Stats, avg(3, 17)), 0, 0,
        "@st: { .count = 3, .average = 5, .total = 17 }\n"},
       // stats(-10), stats(-5), stats(5).

@@ -49,6 +49,10 @@ TEST(ValueText, Table) {
       {"record nested", Value::of_record({"d", "e"}, {T({I(5), I(6)}), Value::of_record({"x"}, {I(1)})}),
        "{ .d = (5, 6), .e = { .x = 1 } }", "{ .d = (5, 6), .e = { .x = 1 } }"},
       {"tuple of records", T({Value::of_record({"m"}, {I(2)}), I(3)}), "({ .m = 2 }, 3)", "{ .m = 2 }, 3"},
+      // Pointers print in hex (0.26; 0.17 printed 50).
+      {"pointer", Value::of_pointer(50), "0x32", "0x32"},
+      {"null pointer", Value::of_pointer(0), "0x0", "0x0"},
+      {"pointer in tuple", T({Value::of_pointer(0x7ffd1234), I(3)}), "(0x7ffd1234, 3)", "0x7ffd1234, 3"},
   };
   for (const TextCase& c : cases) {
     EXPECT_EQ(to_text(c.value), c.text) << c.name;

@@ -11,6 +11,7 @@
 
 #include "lang/lang.h"
 #include "sema/sema.h"
+#include "symbols/symbols.h"
 
 namespace bpfscope::sema {
 namespace {
@@ -229,6 +230,39 @@ TEST(Sema, UserProbeErrors) {
       {"usdt:/usr/bin/python3.11:python:no__such { }", "no USDT probe python:no__such in /usr/bin/python3.11"},
       {"usdt:*:bpfscope_nosuch_provider:x { }",
        "no USDT probe bpfscope_nosuch_provider:x in the files mapped by any process"},
+  });
+}
+
+// uaddr("sym"): a pointer to an integer of the symbol's size; in a shared
+// library (ET_DYN) the address is relative to the probed instruction.
+TEST(Sema, Uaddr) {
+  check_ok({
+      {"uprobe:libc:nanosleep { @p = uaddr(\"program_invocation_name\"); }", "@p[]=int64 */plain", "1:1"},
+      {"uretprobe:libc:nanosleep { @v = *uaddr(\"program_invocation_name\"); }", "@v[]=int64/plain"},
+  });
+  auto a = analyse_text("uprobe:libc:nanosleep { @p = uaddr(\"program_invocation_name\"); }");
+  ASSERT_TRUE(a.typed) << a.diags;
+  ASSERT_EQ(a.typed->uaddr_of.size(), 1u);
+  const auto& sites = a.typed->uaddr_of.begin()->second;
+  ASSERT_EQ(sites.size(), 1u);
+  auto elf = symbols::cached_elf(sites[0].path);
+  ASSERT_TRUE(elf);
+  EXPECT_TRUE(sites[0].relative);
+  EXPECT_EQ(static_cast<uint64_t>(sites[0].value),
+            (*elf)->symbol("program_invocation_name")->vaddr - *(*elf)->offset_to_vaddr(sites[0].offset));
+  check_err({
+      {"BEGIN { @p = uaddr(\"x\"); }", "uaddr can only be used with u(ret)probes and usdt probes"},
+      {"uprobe:libc:nanosleep { @p = uaddr(\"no_such_symbol_bpfscope\"); }",
+       "Could not resolve symbol: /lib/x86_64-linux-gnu/libc.so.6:no_such_symbol_bpfscope"},
+      {"uprobe:libc:nanosleep { @p = uaddr(comm); }", "uaddr() expects a string literal"},
+  });
+}
+
+// Pointers keep their type as map keys (printed in hex).
+TEST(Sema, PointerKeys) {
+  check_ok({
+      {"BEGIN { @k[(int8 *)1] = 1; }", "@k[int8 *]=int64/plain"},
+      {"BEGIN { @k[(int8 *)1, 2] = (int16 *)3; }", "@k[(int8 *, int64)]=int16 */plain"},
   });
 }
 

@@ -69,6 +69,27 @@ void expect_offset_matches_tools(const ElfSymbols& elf, const std::string& file,
   EXPECT_EQ(elf.file_offset(func), *expected) << func;
 }
 
+// uaddr(): data objects resolve as well as functions, with their sizes.
+TEST(ElfSymbols, LibcDataSymbol) {
+  if (!test::have_tool("nm")) GTEST_SKIP() << "binutils missing";
+  auto elf = ElfSymbols::load(kLibc);
+  ASSERT_TRUE(elf) << elf.error();
+  EXPECT_TRUE(elf->relocatable());
+  auto va = nm_vaddr(kLibc, "program_invocation_name");
+  ASSERT_TRUE(va);
+  auto sym = elf->symbol("program_invocation_name");
+  ASSERT_TRUE(sym);
+  EXPECT_EQ(sym->vaddr, *va);
+  EXPECT_EQ(sym->size, 8u);
+  // Data symbols are not functions: they cannot be probed.
+  EXPECT_FALSE(elf->vaddr("program_invocation_name"));
+  auto fn = elf->symbol("getaddrinfo");
+  ASSERT_TRUE(fn);
+  EXPECT_EQ(fn->vaddr, nm_vaddr(kLibc, "getaddrinfo"));
+  EXPECT_GT(fn->size, 0u);
+  EXPECT_FALSE(elf->symbol("no_such_symbol_bpfscope"));
+}
+
 TEST(ElfSymbols, LibcGetaddrinfo) {
   if (!test::have_tool("nm") || !test::have_tool("readelf")) GTEST_SKIP() << "binutils missing";
   auto elf = ElfSymbols::load(kLibc);

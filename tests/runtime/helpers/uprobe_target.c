@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* Data symbols for uaddr(): main sets them before the calls. */
+volatile int target_global;
+volatile short target_short;
+
 __attribute__((noinline)) int work(int n) {
   __asm__ volatile("" ::: "memory");
   return n * 2;
@@ -22,6 +26,8 @@ __attribute__((noinline)) const char *greet(const char *who) {
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 1;
+  target_global = 4200 + n;
+  target_short = -7;
   int total = 0;
   for (int i = 0; i < n; i++) total += work(i);
   long s = add(2, 3);
