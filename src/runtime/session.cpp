@@ -157,8 +157,8 @@ std::string helper_error_message(const sema::TypedProgram& p, const ir::HelperSi
     const auto& m = p.maps[site.map];
     return fmt::format(
         "Map full; can't update element of {} ({} entries). Try increasing max_map_keys "
-        "(BPFTRACE_MAX_MAP_KEYS) or the size in a map declaration, e.g. `let {} = hash({});`",
-        m.name, m.max_entries, m.name, uint64_t{m.max_entries} * 2);
+        "(BPFTRACE_MAX_MAP_KEYS) or the size in a map declaration, e.g. `let {} = {}({});`",
+        m.name, m.max_entries, m.name, m.percpu ? "percpuhash" : "hash", uint64_t{m.max_entries} * 2);
   }
   return fmt::format("Failed to {}: {} ({})", helper_name(site.helper), strerror(-ret), ret);
 }
