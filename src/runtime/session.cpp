@@ -133,7 +133,6 @@ std::optional<std::string> read_head(const std::string& path, uint32_t max_bytes
   return text;
 }
 
-// system(): the command's standard output (its stderr goes to ours).
 // The name bpftrace's messages give a helper (BPF_FUNC_*), for the helpers
 // whose failures are reported (ir::HelperSite).
 std::string_view helper_name(int helper) {
@@ -163,6 +162,7 @@ std::string helper_error_message(const sema::TypedProgram& p, const ir::HelperSi
   return fmt::format("Failed to {}: {} ({})", helper_name(site.helper), strerror(-ret), ret);
 }
 
+// system(): the command's standard output (its stderr goes to ours).
 std::string run_command(const std::string& cmd) {
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
