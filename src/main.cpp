@@ -54,6 +54,8 @@ OPTIONS:
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
     --unsafe       allow functions that change the system: system() and signal()
+    -k             report failed helper calls (probe reads, get_stackid) as located warnings;
+                   failed map updates (a full map) are always reported
     --no-warnings  do not print warnf() messages
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
@@ -82,6 +84,7 @@ struct Cli {
   std::optional<std::string> list;
   std::string child_cmd;
   bool unsafe = false;  // --unsafe
+  bool helper_errors = false;  // -k (-kk): report failed probe reads and get_stackid
   std::map<std::string, std::optional<std::string>> named_args;  // --name[=value] after --
 };
 
@@ -175,6 +178,7 @@ int compile_and_run(Cli& cli) {
   lopts.start_boot_ns = start;
   lopts.possible_cpus = static_cast<uint32_t>(std::max(1, bpf::possible_cpus()));
   lopts.online_cpus = static_cast<uint32_t>(std::max<size_t>(1, bpf::online_cpus().size()));
+  lopts.helper_errors = cli.helper_errors;
   if (child) lopts.cpid = child->pid;
   if (child) lopts.filter_pid = child->pid;
   else if (cli.run.target_pid > 0) lopts.filter_pid = cli.run.target_pid;
@@ -281,8 +285,8 @@ int main(int argc, char** argv) {
       case kDryRun: cli.run.dry_run = true; break;
       case kUnsafe: cli.unsafe = true; break;
       case kNoWarnings: cli.run.no_warnings = true; break;
+      case 'k': cli.helper_errors = true; break;
       case kVerifyIr:
-      case 'k':
       case 'I': break;
       case kInfo: fmt::print("{}", bpf::kernel_info()); return 0;
       default:

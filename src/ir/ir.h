@@ -89,7 +89,20 @@ struct SupportMaps {
   uint32_t control;   // one u64: non-zero once user space stops the probes (exit, signal)
   uint32_t kstacks;   // stack traces for kstack (BPF_MAP_TYPE_STACK_TRACE)
   uint32_t ustacks;   // and for ustack
+  uint32_t failed;    // per-CPU counts of failed updates, one slot per script map (a full map)
 };
+
+// A helper call whose failure is reported at run time: a failed map update
+// always (counted, and the first failure per map and CPU sent as a record),
+// probe reads and get_stackid with -k. The record is [kHelperErrorRecord]
+// [u32 site][s32 return code]; the site indexes Module::sites.
+struct HelperSite {
+  int helper = 0;     // BPF_FUNC_*
+  lang::Loc loc;      // the statement or expression that made the call
+  int32_t map = -1;   // the script map a failed update was for
+};
+inline constexpr uint64_t kHelperErrorRecord = ~uint64_t{0};
+inline constexpr uint32_t kHelperErrorSize = 16;
 
 inline constexpr uint32_t kMaxStackFrames = 127;  // kernel.perf_event_max_stack
 
@@ -100,6 +113,7 @@ struct Module {
   SupportMaps support{};
   uint32_t scratch_size = 8;        // bytes of the per-CPU scratch value
   uint32_t zero_size = 8;           // bytes of the zero map's value
+  std::vector<HelperSite> sites;    // helper calls that report failures (HelperSite)
 };
 
 // How to create map `id` (the script's maps, then the support maps), in id
@@ -118,6 +132,7 @@ struct LowerOptions {
   uint32_t possible_cpus = 1;  // per-CPU aggregations read in a probe are combined over these
   uint32_t online_cpus = 1;    // ncpus
   int cpid = 0;                // -c: the child's pid
+  bool helper_errors = false;  // -k: probe reads and get_stackid report failures too
 };
 
 // Lowers every program unit. Never fails for a program sema accepted.

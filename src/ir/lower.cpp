@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -51,8 +52,8 @@ constexpr uint32_t kInlineCopy = 64;
 class Lowerer {
  public:
   Lowerer(const sema::TypedProgram& p, const Module& m, const LowerOptions& o, Function& f,
-          const sema::ProgramUnit& unit, int32_t target)
-      : p_(p), ast_(*p.ast), m_(m), opts_(o), f_(f), b_(f), unit_(unit), target_(target) {}
+          const sema::ProgramUnit& unit, int32_t target, std::vector<HelperSite>& sites)
+      : p_(p), ast_(*p.ast), m_(m), opts_(o), f_(f), b_(f), unit_(unit), target_(target), sites_(sites) {}
 
   void run() {
     const auto& probe = ast_.probes[unit_.probe_index];
@@ -1220,7 +1221,7 @@ class Lowerer {
           b_.store_imm(2, rec, 6, 0);
         } else {
           b_.store_imm(8, rec, 0, 0);
-          b_.call(read_helper(src.type.addr_space, false), {rec, b_.imm(6), materialize_int(src)});
+          checked_call(read_helper(src.type.addr_space, false), {rec, b_.imm(6), materialize_int(src)});
         }
         return Val{.reg = rec, .type = t};
       }
@@ -1365,7 +1366,7 @@ class Lowerer {
           Val n = expr(e.args[1]);
           if (!n.constant) size = clamped_size(materialize_int(n), t.size);
         }
-        b_.call(helper, {dst, size, materialize_int(src)});
+        checked_call(helper, {dst, size, materialize_int(src)});
         return Val{.reg = dst, .type = t};
       }
     }
@@ -1541,11 +1542,11 @@ class Lowerer {
       if (from_value)
         copy_bytes(rec, 8, src.reg, sema::align8(t.size));
       else
-        b_.call(read_helper(src.type.addr_space, false), {data, b_.imm(*fixed), materialize_int(src)});
+        checked_call(read_helper(src.type.addr_space, false), {data, b_.imm(*fixed), materialize_int(src)});
     } else {
       b_.store(8, rec, 0, len);
       int helper = from_value ? BPF_FUNC_probe_read_kernel : read_helper(src.type.addr_space, false);
-      b_.call(helper, {data, len, from_value ? src.reg : materialize_int(src)});
+      checked_call(helper, {data, len, from_value ? src.reg : materialize_int(src)});
     }
     return Val{.reg = rec, .type = t};
   }
@@ -1564,13 +1565,13 @@ class Lowerer {
     for (size_t i = 1; i < a.args.size(); ++i) {
       b_.store_imm(8, tmp, 0, 0);
       VregId slot = b_.alu_imm(AluOp::Add, arr, static_cast<int64_t>((i - 1) * 8));
-      b_.call(read_helper(space, false), {tmp, b_.imm(8), slot});
+      checked_call(read_helper(space, false), {tmp, b_.imm(8), slot});
       VregId str = b_.load(8, tmp, 0);
       BlockId next = b_.new_block();
       b_.branch_imm(ir::Cond::Eq, str, 0, done, next);
       b_.set_block(next);
       VregId dst = b_.alu_imm(AluOp::Add, rec, a.offsets[i]);
-      b_.call(read_helper(space, true), {dst, b_.imm(a.args[i].size), str});
+      checked_call(read_helper(space, true), {dst, b_.imm(a.args[i].size), str});
       b_.imm_to(count, static_cast<int64_t>(i));
     }
     b_.jump(done);
@@ -1614,6 +1615,68 @@ class Lowerer {
     b_.branch_imm(ir::Cond::Eq, ptr, 0, join, counted);
     b_.set_block(counted);
     b_.atomic_add(ptr, 0, b_.imm(1));
+    b_.jump(join);
+    b_.set_block(join);
+  }
+
+  // ---- helper failures (HelperSite) ----
+  uint32_t add_site(int helper, int32_t map = -1) {
+    sites_.push_back({.helper = helper, .loc = b_.loc(), .map = map});
+    return static_cast<uint32_t>(sites_.size() - 1);
+  }
+
+  // Sends [kHelperErrorRecord][site][return code] for a failed call.
+  void send_helper_error(uint32_t site, VregId ret) {
+    VregId rec = scratch_ptr(alloc(kHelperErrorSize));
+    b_.store_imm(8, rec, 0, -1);  // kHelperErrorRecord
+    b_.store_imm(4, rec, 8, site);
+    b_.store(4, rec, 12, ret);
+    submit(rec, kHelperErrorSize);
+  }
+
+  // A probe read or get_stackid: with -k, a negative return is reported;
+  // without it the call is all there is.
+  VregId checked_call(int helper, std::vector<VregId> args) {
+    VregId r = b_.call(helper, std::move(args));
+    if (!opts_.helper_errors) return r;
+    uint32_t site = add_site(helper);
+    BlockId fail = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(ir::Cond::SLt, r, 0, fail, join);
+    b_.set_block(fail);
+    send_helper_error(site, r);
+    b_.jump(join);
+    b_.set_block(join);
+    return r;
+  }
+
+  // bpf_map_update_elem into script map `map`. A failure (the map is full) is
+  // counted in the map's slot of the failed map, and the first one on each
+  // CPU (every one with -k) is sent as a record; -EEXIST, an insert that
+  // raced another CPU's, is no failure.
+  void map_update(int32_t map, VregId key, VregId val, int flags) {
+    VregId r = b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(map), key, val, b_.imm(flags)});
+    uint32_t site = add_site(BPF_FUNC_map_update_elem, map);
+    BlockId fail = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(ir::Cond::SGe, r, 0, join, fail);
+    b_.set_block(fail);
+    if (flags == BPF_NOEXIST) {
+      BlockId real = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, r, -EEXIST, join, real);
+      b_.set_block(real);
+    }
+    VregId key_addr = b_.stack_addr(key_slot_);
+    b_.store_imm(4, key_addr, 0, map);
+    VregId count = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.failed), key_addr});
+    b_.branch_imm(ir::Cond::Eq, count, 0, join, counted);
+    b_.set_block(counted);
+    VregId before = b_.load(8, count, 0);
+    b_.atomic_add(count, 0, b_.imm(1));
+    if (!opts_.helper_errors) {
+      BlockId first = b_.new_block();
+      b_.branch_imm(ir::Cond::Ne, before, 0, join, first);
+      b_.set_block(first);
+    }
+    send_helper_error(site, r);
     b_.jump(join);
     b_.set_block(join);
   }
@@ -1749,7 +1812,7 @@ class Lowerer {
     uint32_t off = alloc(m.value_size);
     VregId val = scratch_ptr(off);
     copy_to(val, 0, v, m.value);
-    b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(p_.map_of[id]), key, val, b_.imm(BPF_ANY)});
+    map_update(p_.map_of[id], key, val, BPF_ANY);
   }
 
   // Looks up the entry for key, inserting a zeroed one when missing. Leaves
@@ -1769,7 +1832,7 @@ class Lowerer {
     BlockId zok = b_.new_block();
     b_.branch_imm(ir::Cond::Eq, zptr, 0, join, zok);
     b_.set_block(zok);
-    b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(p_.map_of[id]), key, zptr, b_.imm(BPF_NOEXIST)});
+    map_update(p_.map_of[id], key, zptr, BPF_NOEXIST);
     b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key}));
     b_.branch_imm(ir::Cond::Eq, ptr, 0, join, have);
     b_.set_block(have);
@@ -1951,7 +2014,7 @@ class Lowerer {
         VregId addr = b_.alu_imm(AluOp::Add, b_.load(8, ctx_, a.reg), a.value);
         VregId tmp = scratch_ptr(alloc(8));
         b_.store_imm(8, tmp, 0, 0);
-        b_.call(BPF_FUNC_probe_read_user, {tmp, b_.imm(a.size), addr});
+        checked_call(BPF_FUNC_probe_read_user, {tmp, b_.imm(a.size), addr});
         return int_val(extend(b_.load(static_cast<uint8_t>(a.size), tmp, 0), a.size, a.is_signed), t);
       }
     }
@@ -1962,7 +2025,7 @@ class Lowerer {
   // space symbolizes them when it prints.
   Val stack_val(const Type& t) {
     VregId map = b_.map_fd(t.user ? m_.support.ustacks : m_.support.kstacks);
-    VregId id = b_.call(BPF_FUNC_get_stackid, {ctx_, map, b_.imm(t.user ? BPF_F_USER_STACK : 0)});
+    VregId id = checked_call(BPF_FUNC_get_stackid, {ctx_, map, b_.imm(t.user ? BPF_F_USER_STACK : 0)});
     uint32_t off = alloc(16);
     VregId rec = scratch_ptr(off);
     b_.store(8, rec, 0, id);
@@ -1987,14 +2050,14 @@ class Lowerer {
       uint32_t off = alloc(t.mem_size());
       VregId buf = scratch_ptr(off);
       zero(buf, 0, t.mem_size());
-      b_.call(helper, {buf, b_.imm(t.size), addr});
+      checked_call(helper, {buf, b_.imm(t.size), addr});
       return Val{.reg = buf, .type = t};
     }
     uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.is_pointer ? 8 : t.size;
     uint32_t off = alloc(8);
     VregId tmp = scratch_ptr(off);
     b_.store_imm(8, tmp, 0, 0);
-    b_.call(helper, {tmp, b_.imm(size), addr});
+    checked_call(helper, {tmp, b_.imm(size), addr});
     if (f.bits) {
       VregId v = b_.load(8, tmp, 0);
       if (f.shift) v = b_.alu_imm(AluOp::Rsh, v, f.shift);
@@ -2135,6 +2198,7 @@ class Lowerer {
   Builder b_;
   const sema::ProgramUnit& unit_;
   int32_t target_;
+  std::vector<HelperSite>& sites_;
   VregId ctx_ = kNoVreg;
   VregId scratch_ = kNoVreg;
   int32_t key_slot_ = 0;
@@ -2205,13 +2269,13 @@ Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   Module m;
   uint32_t n = static_cast<uint32_t>(p.maps.size());
   m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4,
-               .kstacks = n + 5, .ustacks = n + 6};
+               .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7};
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;
     f.name = unit.name;
     f.kind = unit.kind;
-    Lowerer l(p, m, options, f, unit, unit.targets.size() == 1 ? 0 : -1);
+    Lowerer l(p, m, options, f, unit, unit.targets.size() == 1 ? 0 : -1, m.sites);
     l.run();
     m.scratch_size = std::max(m.scratch_size, l.scratch_used());
     m.zero_size = std::max(m.zero_size, sema::align8(l.zero_needed()));

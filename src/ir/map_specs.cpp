@@ -1,5 +1,7 @@
 #include "ir/ir.h"
 
+#include <algorithm>
+
 namespace bpfscope::ir {
 
 std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uint32_t ringbuf_bytes) {
@@ -9,11 +11,13 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
                                     : (info.lru ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH);
     specs.push_back({type, info.name.substr(1), info.key_size, info.value_size, info.max_entries});
   }
-  specs.resize(m.support.ustacks + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
+  specs.resize(m.support.failed + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
   specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
   specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
   specs[m.support.lost] = {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1};
+  specs[m.support.failed] = {BPF_MAP_TYPE_PERCPU_ARRAY, "failed", 4, 8,
+                             std::max<uint32_t>(1, static_cast<uint32_t>(p.maps.size()))};
   specs[m.support.control] = {BPF_MAP_TYPE_ARRAY, "control", 4, 8, 1};
   // Stack maps stay tiny unless the program takes stacks.
   specs[m.support.kstacks] = {BPF_MAP_TYPE_STACK_TRACE, "kstacks", 4, 8 * kMaxStackFrames,

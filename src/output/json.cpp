@@ -271,6 +271,14 @@ std::string json_message(std::string_view type, std::string_view msg, std::strin
                      json_string(type), json_string(msg), json_string(filename), line, col);
 }
 
+std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
+                              uint32_t line, uint32_t col) {
+  return fmt::format(
+      "{{\"type\": \"helper_error\", \"msg\": {}, \"helper\": {}, \"retcode\": {}, \"filename\": {}, "
+      "\"line\": {}, \"col\": {}}}\n",
+      json_string(msg), json_string(helper), retcode, json_string(filename), line, col);
+}
+
 std::string json_value_event(const Value& v) {
   return fmt::format("{{\"type\": \"value\", \"data\": {}}}\n", json_value(v));
 }

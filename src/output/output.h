@@ -168,4 +168,9 @@ std::string json_attached(uint64_t probes);
 // `{"type": "lost_events", "count": N, "data": {"events": N}}`.
 std::string json_lost(uint64_t events);
 
+// A helper call that failed (-k, or a full map): `{"type": "helper_error", "msg":
+// ..., "helper": "map_update_elem", "retcode": -7, "filename": ..., "line": L, "col": C}`.
+std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
+                              uint32_t line, uint32_t col);
+
 }  // namespace bpfscope::output

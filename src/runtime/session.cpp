@@ -15,6 +15,7 @@
 #include <wordexp.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -132,6 +133,35 @@ std::optional<std::string> read_head(const std::string& path, uint32_t max_bytes
   return text;
 }
 
+// The name bpftrace's messages give a helper (BPF_FUNC_*), for the helpers
+// whose failures are reported (ir::HelperSite).
+std::string_view helper_name(int helper) {
+  switch (helper) {
+    case BPF_FUNC_map_update_elem: return "map_update_elem";
+    case BPF_FUNC_probe_read: return "probe_read";
+    case BPF_FUNC_probe_read_str: return "probe_read_str";
+    case BPF_FUNC_probe_read_user: return "probe_read_user";
+    case BPF_FUNC_probe_read_user_str: return "probe_read_user_str";
+    case BPF_FUNC_probe_read_kernel: return "probe_read_kernel";
+    case BPF_FUNC_probe_read_kernel_str: return "probe_read_kernel_str";
+    case BPF_FUNC_get_stackid: return "get_stackid";
+    default: return "helper";
+  }
+}
+
+// The message of a failed helper call: a full map says so, with what to
+// change; others are "Failed to HELPER: strerror (-errno)".
+std::string helper_error_message(const sema::TypedProgram& p, const ir::HelperSite& site, int ret) {
+  if (site.helper == BPF_FUNC_map_update_elem && ret == -E2BIG && site.map >= 0) {
+    const auto& m = p.maps[site.map];
+    return fmt::format(
+        "Map full; can't update element of {} ({} entries). Try increasing max_map_keys "
+        "(BPFTRACE_MAX_MAP_KEYS) or the size in a map declaration, e.g. `let {} = {}({});`",
+        m.name, m.max_entries, m.name, m.percpu ? "percpuhash" : "hash", uint64_t{m.max_entries} * 2);
+  }
+  return fmt::format("Failed to {}: {} ({})", helper_name(site.helper), strerror(-ret), ret);
+}
+
 // system(): the command's standard output (its stderr goes to ours).
 std::string run_command(const std::string& cmd) {
   std::string out;
@@ -216,6 +246,7 @@ class Session {
     run_kind(sema::ProbeKind::End);
     drain();
     report_lost(true);
+    report_failed_updates();
     if (!o_.json) fmt::print(out_, "\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
@@ -512,6 +543,7 @@ class Session {
     if (size < 8) return 0;
     uint64_t id;
     std::memcpy(&id, data, 8);
+    if (id == ir::kHelperErrorRecord) return helper_error(data, size);
     if (id >= p_.actions.size()) return 0;
     const auto& a = p_.actions[id];
     if (size < a.record_size) return 0;
@@ -596,6 +628,44 @@ class Session {
   void drain() {
     ring_buffer__consume(rb_);
     fflush(out_);
+  }
+
+  // A helper call failed (ir::HelperSite): a located warning with the source
+  // line, on stderr (JSON: a helper_error message).
+  int helper_error(const uint8_t* data, size_t size) {
+    if (size < ir::kHelperErrorSize) return 0;
+    uint32_t site_id;
+    int32_t ret;
+    std::memcpy(&site_id, data + 8, 4);
+    std::memcpy(&ret, data + 12, 4);
+    if (site_id >= m_.sites.size()) return 0;
+    const auto& site = m_.sites[site_id];
+    std::string msg = helper_error_message(p_, site, ret);
+    const auto& src = p_.ast->source;
+    if (o_.json) {
+      lang::LineCol lc = src.line_col(site.loc.begin);
+      emit_out(output::json_helper_error(msg, helper_name(site.helper), ret, src.name(), lc.line, lc.col));
+      return 0;
+    }
+    fflush(out_);
+    lang::Diagnostics d;
+    d.warning(site.loc, msg);
+    fmt::print(stderr, "{}", d.render(src));
+    return 0;
+  }
+
+  // At exit: how many updates of each script map failed (a full map).
+  void report_failed_updates() {
+    std::vector<uint64_t> v(ncpus_);
+    for (uint32_t i = 0; i < p_.maps.size(); ++i) {
+      if (bpf_map_lookup_elem(map_fds_[m_.support.failed].get(), &i, v.data()) != 0) continue;
+      uint64_t total = 0;
+      for (auto x : v) total += x;
+      if (total == 0) continue;
+      const auto& m = p_.maps[i];
+      fmt::print(stderr, "WARNING: Map full: {} update{} of {} failed ({} entries)\n", total, total == 1 ? "" : "s",
+                 m.name, m.max_entries);
+    }
   }
 
   uint64_t lost_total() {

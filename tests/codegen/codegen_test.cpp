@@ -236,7 +236,7 @@ TEST(Codegen, StructureOfEmittedPrograms) {
     auto c = compile_text(text);
     ASSERT_TRUE(c.typed.has_value());
     ASSERT_EQ(c.programs.size(), c.module.functions.size());
-    for (const auto& p : c.programs) check_structure(p, c.module.support.control + 1);
+    for (const auto& p : c.programs) check_structure(p, c.module.support.failed + 1);
   }
 }
 

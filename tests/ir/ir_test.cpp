@@ -333,7 +333,7 @@ TEST(Ir, MapFdsAreInRange) {
     SCOPED_TRACE(text);
     auto l = lower_text(text);
     ASSERT_TRUE(l.typed.has_value());
-    uint32_t n = l.typed->maps.size() + 4;
+    uint32_t n = l.module.support.failed + 1;  // the last support map
     for (const auto& f : l.module.functions)
       for (const auto& b : f.blocks)
         for (const auto& i : b.insts)
@@ -341,6 +341,73 @@ TEST(Ir, MapFdsAreInRange) {
             EXPECT_LT(static_cast<uint64_t>(i.imm), n) << print_inst(i);
           }
   }
+}
+
+// How many calls of `helper` have their result tested for a negative value
+// (a failure) at the end of their block.
+int failure_checked_calls(const Function& f, int64_t helper) {
+  int n = 0;
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts)
+      if (i.op == Opcode::Call && i.imm == helper) {
+        const Inst& t = b.insts.back();
+        if (t.op == Opcode::Branch && t.a == i.dst && t.b == kNoVreg && t.imm == 0 &&
+            (t.cond == Cond::SLt || t.cond == Cond::SGe))
+          ++n;
+      }
+  return n;
+}
+
+constexpr int64_t kProbeReadUserStr = 114;  // BPF_FUNC_probe_read_user_str
+constexpr int64_t kGetStackid = 27;         // BPF_FUNC_get_stackid
+
+TEST(Ir, ProbeReadsAreUncheckedWithoutK) {
+  auto l = lower_text("tracepoint:syscalls:sys_enter_openat { printf(\"%s\\n\", str(args.filename)); @s[ustack] = 1; }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  ASSERT_EQ(count_calls(f, kProbeReadUserStr), 1) << l.text;
+  EXPECT_EQ(failure_checked_calls(f, kProbeReadUserStr), 0) << l.text;
+  EXPECT_EQ(failure_checked_calls(f, kGetStackid), 0) << l.text;
+  // The only site is the map update.
+  ASSERT_EQ(l.module.sites.size(), 1u);
+  EXPECT_EQ(l.module.sites[0].helper, kMapUpdateElem);
+}
+
+TEST(Ir, ProbeReadsReportFailuresWithK) {
+  LowerOptions o;
+  o.helper_errors = true;
+  auto l = lower_text("tracepoint:syscalls:sys_enter_openat { printf(\"%s\\n\", str(args.filename)); @s[ustack] = 1; }", o);
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  EXPECT_EQ(failure_checked_calls(f, kProbeReadUserStr), 1) << l.text;
+  EXPECT_EQ(failure_checked_calls(f, kGetStackid), 1) << l.text;
+  EXPECT_EQ(failure_checked_calls(f, kMapUpdateElem), 1) << l.text;
+  ASSERT_EQ(l.module.sites.size(), 3u);
+  // The str() site carries the call's location: "str(args.filename)".
+  bool found = false;
+  for (const auto& s : l.module.sites)
+    if (s.helper == kProbeReadUserStr) {
+      found = true;
+      EXPECT_EQ(s.loc.end - s.loc.begin, std::string("str(args.filename)").size());
+    }
+  EXPECT_TRUE(found);
+  // printf's record, and one error record per site.
+  EXPECT_EQ(count_calls(f, kRingbufOutput), 4) << l.text;
+}
+
+TEST(Ir, FailedMapUpdatesAreCounted) {
+  auto l = lower_text("BEGIN { @a[1] = 2; @c[1] = count(); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  EXPECT_EQ(failure_checked_calls(f, kMapUpdateElem), 2) << l.text;
+  EXPECT_TRUE(uses_map(f, l.module.support.failed));
+  ASSERT_EQ(l.module.sites.size(), 2u);
+  for (const auto& s : l.module.sites) EXPECT_EQ(s.helper, kMapUpdateElem);
+  EXPECT_EQ(l.typed->maps.at(l.module.sites[0].map).name, "@a");
+  EXPECT_EQ(l.typed->maps.at(l.module.sites[1].map).name, "@c");
+  // The first failure on a CPU is sent: one record per update site.
+  EXPECT_EQ(count_calls(f, kRingbufOutput), 2) << l.text;
+  check_lookups_null_checked(f);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ struct Lowered {
 
 // Fails the current test (and returns what it has) when parsing or checking
 // reports errors.
-inline Lowered lower_text(const std::string& text) {
+inline Lowered lower_text(const std::string& text, const LowerOptions& options = {}) {
   Lowered out;
   lang::Source src("stdin", text);
   lang::Diagnostics diags;
@@ -33,7 +33,7 @@ inline Lowered lower_text(const std::string& text) {
   out.typed = sema::analyse(*out.ast, sema::Options{}, diags);
   EXPECT_TRUE(out.typed.has_value()) << diags.render(src);
   if (!out.typed) return out;
-  out.module = lower(*out.typed, LowerOptions{});
+  out.module = lower(*out.typed, options);
   out.text = print(out.module);
   return out;
 }
