@@ -1,4 +1,5 @@
-// Attaching programs to perf events: classic tracepoints and software events.
+// Attaching programs: perf events (classic tracepoints, software events,
+// kprobes and uprobes through their PMUs), raw tracepoints and BPF links.
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -6,6 +7,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -89,42 +92,77 @@ Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid) {
   return attach_to_perf_event(prog_fd, Fd(pfd), what);
 }
 
-// The uprobe PMU's type and the config bit that makes a return probe, from
-// sysfs (/sys/bus/event_source/devices/uprobe).
-static Result<std::pair<uint32_t, int>> uprobe_pmu() {
-  auto type = detail::read_text_file("/sys/bus/event_source/devices/uprobe/type");
-  if (!type) return std::unexpected(Error{ENOENT, "no uprobe PMU in /sys/bus/event_source/devices"});
-  int bit = 0;
-  if (auto format = detail::read_text_file("/sys/bus/event_source/devices/uprobe/format/retprobe")) {
+// A dynamic probe PMU ("kprobe", "uprobe"): its type and the config bit that
+// makes a return probe, from /sys/bus/event_source/devices/NAME.
+struct ProbePmu {
+  uint32_t type = 0;
+  int retprobe_bit = 0;
+};
+
+static std::optional<ProbePmu> probe_pmu(std::string_view name) {
+  const std::string dir = fmt::format("/sys/bus/event_source/devices/{}", name);
+  auto type = detail::read_text_file(dir + "/type");
+  if (!type) return std::nullopt;
+  ProbePmu pmu{.type = static_cast<uint32_t>(std::atoi(type->c_str()))};
+  if (auto format = detail::read_text_file(dir + "/format/retprobe")) {
     auto colon = format->find(':');
-    if (colon != std::string::npos) bit = std::atoi(format->c_str() + colon + 1);
+    if (colon != std::string::npos) pmu.retprobe_bit = std::atoi(format->c_str() + colon + 1);
   }
-  return std::pair{static_cast<uint32_t>(std::atoi(type->c_str())), bit};
+  return pmu;
+}
+
+// Opens a probe on a dynamic probe PMU and attaches prog_fd to it. `target`
+// (config1) is the kprobe's function name or the uprobe's path, `offset`
+// (config2) the offset into it; `config` carries extra bits (the uprobe's
+// ref_ctr_offset). `what` names the probe for error messages.
+static Result<Link> attach_probe_pmu(int prog_fd, const ProbePmu& pmu, const std::string& target, uint64_t offset,
+                                     bool retprobe, int pid, uint64_t config, const std::string& what) {
+  perf_event_attr attr{};
+  attr.type = pmu.type;
+  attr.size = sizeof attr;
+  attr.config = config | (retprobe ? 1ull << pmu.retprobe_bit : 0);
+  attr.config1 = reinterpret_cast<uint64_t>(target.c_str());  // kprobe_func / uprobe_path
+  attr.config2 = offset;                                      // probe_offset
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  attr.disabled = 1;  // enabled once the program is attached
+  // System-wide probes are opened once (cpu 0), like tracepoints; a per-task
+  // one with cpu -1.
+  const int cpu = pid == -1 ? 0 : -1;
+  int pfd = sys_perf_event_open(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
+  return attach_to_perf_event(prog_fd, Fd(pfd), what);
 }
 
 Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid,
                            uint64_t ref_ctr_offset) {
-  auto pmu = uprobe_pmu();
-  if (!pmu) return std::unexpected(pmu.error());
-  perf_event_attr attr{};
-  attr.type = pmu->first;
-  attr.size = sizeof attr;
-  attr.config = retprobe ? 1ull << pmu->second : 0;
-  // A USDT semaphore: the kernel counts attached probes in it (config:32-63,
-  // /sys/bus/event_source/devices/uprobe/format/ref_ctr_offset).
-  attr.config |= ref_ctr_offset << 32;
-  attr.config1 = reinterpret_cast<uint64_t>(path.c_str());  // uprobe_path
-  attr.config2 = offset;                                    // probe_offset
-  attr.sample_period = 1;
-  attr.wakeup_events = 1;
-  attr.disabled = 1;
-  // System-wide uprobes are opened once (cpu 0), like tracepoints.
-  const int cpu = pid == -1 ? 0 : -1;
+  auto pmu = probe_pmu("uprobe");
+  if (!pmu) return std::unexpected(Error{ENOENT, "no uprobe PMU in /sys/bus/event_source/devices"});
   const std::string what = fmt::format("{}probe {}:{:#x}{}", retprobe ? "uret" : "u", path, offset,
                                        pid == -1 ? "" : fmt::format(", pid {}", pid));
-  int pfd = sys_perf_event_open(&attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-  if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
-  return attach_to_perf_event(prog_fd, Fd(pfd), what);
+  // A USDT semaphore: the kernel counts attached probes in it (config:32-63,
+  // /sys/bus/event_source/devices/uprobe/format/ref_ctr_offset).
+  return attach_probe_pmu(prog_fd, *pmu, path, offset, retprobe, pid, ref_ctr_offset << 32, what);
+}
+
+Result<Link> attach_kprobe(int prog_fd, const std::string& func, uint64_t offset, bool retprobe, int pid) {
+  auto pmu = probe_pmu("kprobe");
+  if (!pmu) {
+    // Kernels before 4.17 have kprobe_events but no PMU; attaching through
+    // tracefs is not implemented.
+    auto root = tracefs_root();
+    if (root && detail::path_exists((*root + "/kprobe_events").c_str())) {
+      return std::unexpected(Error{EOPNOTSUPP, fmt::format("no kprobe PMU in /sys/bus/event_source/devices, and "
+                                                           "attaching through {}/kprobe_events is not supported",
+                                                           *root)});
+    }
+    return std::unexpected(Error{ENOENT, "kprobes are not available on this kernel (no kprobe PMU in "
+                                         "/sys/bus/event_source/devices and no kprobe_events in tracefs)"});
+  }
+  std::string what = fmt::format("{}probe {}", retprobe ? "kret" : "k", func);
+  if (offset) what += fmt::format("+{:#x}", offset);
+  if (pid != -1) what += fmt::format(", pid {}", pid);
+  return attach_probe_pmu(prog_fd, *pmu, func, offset, retprobe, pid, 0, what);
 }
 
 Result<void> run_iterator(int prog_fd) {

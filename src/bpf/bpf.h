@@ -143,7 +143,8 @@ Result<void> run_iterator(int prog_fd);
 
 // A raw tracepoint (BPF_RAW_TRACEPOINT_OPEN) by event name; the program gets
 // the tracepoint's raw u64 arguments. An empty name attaches a tp_btf program
-// (its event was fixed at load by attach_btf_id).
+// (its event was fixed at load by attach_btf_id), and likewise an fentry/fexit
+// program (BPF_PROG_TYPE_TRACING loaded with the function's attach_btf_id).
 Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);
 
 // A uprobe or uretprobe through the uprobe PMU at a file offset of `path`,
@@ -151,6 +152,14 @@ Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event);
 // ref_ctr_offset: file offset of a USDT semaphore to increment, or 0.
 Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset, bool retprobe, int pid = -1,
                            uint64_t ref_ctr_offset = 0);
+
+// A kprobe or kretprobe on a kernel function (plus an offset into it, 0 for
+// its entry) through the kprobe PMU, then a BPF link (PERF_EVENT_IOC_SET_BPF
+// on kernels without perf links). As with tracepoints, `pid` does not filter
+// what the program sees. Without a kprobe PMU (CONFIG_KPROBES off) it fails
+// with a message that names what is missing; tracefs kprobe_events (kernels
+// before 4.17) is not used.
+Result<Link> attach_kprobe(int prog_fd, const std::string& func, uint64_t offset, bool retprobe, int pid = -1);
 
 // A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)
 // on one CPU (cpu >= 0) or, with cpu = -1, one event per online CPU.

@@ -62,8 +62,7 @@ std::string unavailable_reason(sema::ProbeKind k) {
              "kprobe_events in tracefs: CONFIG_KPROBES is off)";
     case sema::ProbeKind::Fentry:
     case sema::ProbeKind::Fexit:
-      // Checked per function by check_kinds(); attaching them is not built yet.
-      return "fentry/fexit attach is not supported by bpfscope yet";
+      return "";  // checked per function by check_kinds() (bpf::fentry_unavailable)
     case sema::ProbeKind::Hardware:
       return "hardware perf events are not available: this machine has no hardware PMU";
     case sema::ProbeKind::Begin:
@@ -378,15 +377,28 @@ class Session {
       spec.insns = prog.insns;
       spec.subprograms = prog.subprograms;
       spec.log_level = o_.debug_verifier ? 1 : 0;
-      // A tp_btf program is bound to one event at load: one copy per target.
+      // tp_btf and fentry/fexit programs are bound to one event or function
+      // at load: one copy per target.
       std::vector<bpf::Fd> fds;
       if (unit.kind == sema::ProbeKind::RawTracepoint) {
         for (const auto& t : unit.targets) {
-          auto fd = load_tp_btf(spec, t.btf_id);
-          if (!fd) break;
+          if (t.btf_id == 0) break;  // no BTF prototype
+          auto fd = load_btf_bound(spec, BPF_TRACE_RAW_TP, t.btf_id);
+          if (!fd) {
+            if (o_.debug_verifier) fmt::print(stderr, "tp_btf load refused, using raw_tp:\n{}", fd.error().log);
+            break;
+          }
           fds.push_back(std::move(*fd));
         }
         if (fds.size() != unit.targets.size()) fds.clear();  // raw_tp for all of them
+      } else if (unit.kind == sema::ProbeKind::Fentry || unit.kind == sema::ProbeKind::Fexit) {
+        const bpf_attach_type type = unit.kind == sema::ProbeKind::Fexit ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
+        for (const auto& t : unit.targets) {
+          if (t.btf_id == 0) return attach_error(t, fmt::format("function {} is not in the kernel's BTF", t.func));
+          auto fd = load_btf_bound(spec, type, t.btf_id);
+          if (!fd) return verifier_error(prog, fd.error());
+          fds.push_back(std::move(*fd));
+        }
       }
       if (!fds.empty()) {
         prog_fds_.push_back(bpf::Fd());
@@ -402,18 +414,16 @@ class Session {
     return 0;
   }
 
-  // Loads a raw tracepoint program as tp_btf for one event; nullopt when the
-  // event has no BTF prototype or the kernel refuses (raw_tp is the fallback).
-  std::optional<bpf::Fd> load_tp_btf(bpf::ProgramSpec spec, uint32_t btf_id) {
-    if (btf_id == 0) return std::nullopt;
+  // Loads a program as BPF_PROG_TYPE_TRACING bound at load to one kernel BTF
+  // object: a tp_btf event (BPF_TRACE_RAW_TP, btf_trace_<event>) or an
+  // fentry/fexit function (BPF_TRACE_FENTRY/FEXIT, the function's BTF id).
+  std::expected<bpf::Fd, bpf::LoadError> load_btf_bound(bpf::ProgramSpec spec, bpf_attach_type type,
+                                                        uint32_t btf_id) {
     spec.type = BPF_PROG_TYPE_TRACING;
-    spec.expected_attach_type = BPF_TRACE_RAW_TP;
+    spec.expected_attach_type = type;
     spec.attach_btf_id = btf_id;
     auto loaded = bpf::load_program(spec);
-    if (!loaded) {
-      if (o_.debug_verifier) fmt::print(stderr, "tp_btf load refused, using raw_tp:\n{}", loaded.error().log);
-      return std::nullopt;
-    }
+    if (!loaded) return std::unexpected(std::move(loaded.error()));
     if (o_.debug_verifier) fmt::print(stderr, "{}", loaded->log);
     return std::move(loaded->fd);
   }
@@ -516,9 +526,27 @@ class Session {
             break;
           }
           case sema::ProbeKind::Kprobe:
-          case sema::ProbeKind::Kretprobe:
+          case sema::ProbeKind::Kretprobe: {
+            // System-wide like tracepoints: -p/-c filter in the program.
+            bool ret = unit.kind == sema::ProbeKind::Kretprobe;
+            auto link = bpf::attach_kprobe(fd, t.func, 0, ret);
+            if (!link) return attach_error(t, link.error().message);
+            if (o_.verbose)
+              fmt::print(stderr, "{}: {} PMU perf_event + BPF link\n", t.name, ret ? "kretprobe" : "kprobe");
+            links_.push_back(std::move(*link));
+            break;
+          }
           case sema::ProbeKind::Fentry:
-          case sema::ProbeKind::Fexit:
+          case sema::ProbeKind::Fexit: {
+            // The function was fixed at load (attach_btf_id): no name here.
+            auto link = bpf::attach_raw_tracepoint(fd, "");
+            if (!link) return attach_error(t, link.error().message);
+            if (o_.verbose)
+              fmt::print(stderr, "{}: {} (BTF id {}) + BPF link\n", t.name,
+                         unit.kind == sema::ProbeKind::Fexit ? "fexit" : "fentry", t.btf_id);
+            links_.push_back(std::move(*link));
+            break;
+          }
           case sema::ProbeKind::Hardware: return attach_error(t, unavailable_reason(unit.kind));
         }
       }
