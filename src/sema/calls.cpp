@@ -1,0 +1,871 @@
+// The type checker's function calls: printf and the other actions,
+// aggregations' siblings, string, symbol and network functions.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "sema/checker.h"
+#include "symbols/symbols.h"
+
+namespace bpfscope::sema::detail {
+
+namespace {
+
+// join(): at most this many elements, each of at most kJoinElemMax bytes
+// (and max_strlen).
+constexpr uint32_t kJoinMax = 16;
+constexpr uint32_t kJoinElemMax = 1024;
+
+// Signal names signal() accepts, with or without the SIG prefix.
+struct SignalName {
+  std::string_view name;
+  int number;
+};
+constexpr SignalName kSignals[] = {
+    {"HUP", 1},   {"INT", 2},     {"QUIT", 3},   {"ILL", 4},     {"TRAP", 5},   {"ABRT", 6},   {"IOT", 6},
+    {"BUS", 7},   {"FPE", 8},     {"KILL", 9},   {"USR1", 10},   {"SEGV", 11},  {"USR2", 12},  {"PIPE", 13},
+    {"ALRM", 14}, {"TERM", 15},   {"STKFLT", 16}, {"CHLD", 17},  {"CONT", 18},  {"STOP", 19},  {"TSTP", 20},
+    {"TTIN", 21}, {"TTOU", 22},   {"URG", 23},   {"XCPU", 24},   {"XFSZ", 25},  {"VTALRM", 26}, {"PROF", 27},
+    {"WINCH", 28}, {"IO", 29},    {"POLL", 29},  {"PWR", 30},    {"SYS", 31},
+};
+
+std::optional<int> signal_number(std::string_view name) {
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  for (const auto& s : kSignals)
+    if (s.name == name) return s.number;
+  return std::nullopt;
+}
+
+// The id of a cgroup v2 directory: the kernfs node id, which the kernel hands
+// out as the directory's file handle (as bpf_get_current_cgroup_id reports it).
+std::expected<uint64_t, std::string> cgroup_id_of(const std::string& path) {
+  alignas(file_handle) unsigned char storage[sizeof(file_handle) + sizeof(uint64_t)] = {};
+  auto* fh = reinterpret_cast<file_handle*>(storage);
+  fh->handle_bytes = sizeof(uint64_t);
+  int mount_id = 0;
+  if (name_to_handle_at(AT_FDCWD, path.c_str(), fh, &mount_id, 0) != 0) return std::unexpected(strerror(errno));
+  uint64_t id = 0;
+  std::memcpy(&id, storage + sizeof(file_handle), sizeof id);
+  return id;
+}
+
+}  // namespace
+
+// uaddr("sym"): the run-time address of a symbol in each probed binary, a
+// pointer to an integer of the symbol's size (1, 2, 4, else 8 bytes).
+Type Checker::uaddr_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& a = ast_.expr(e.args[0]);
+  if (a.kind != ExprKind::String) {
+    error(e.loc, fmt::format("uaddr() expects a string literal ({} provided)", provided(e.args[0])));
+    return Type::none();
+  }
+  expr(e.args[0]);
+  std::vector<UaddrSite> sites;
+  std::optional<std::pair<uint64_t, std::string>> first_size;  // size and the attach point that gave it
+  for (const auto& p : *points_) {
+    if (p.kind != ProbeKind::Uprobe && p.kind != ProbeKind::Uretprobe && p.kind != ProbeKind::Usdt) {
+      error(e.loc, "uaddr can only be used with u(ret)probes and usdt probes");
+      return Type::none();
+    }
+    for (const auto& t : p.targets) {
+      auto elf = symbols::cached_elf(t.path);
+      auto sym = elf ? (*elf)->symbol(a.sval) : std::nullopt;
+      if (!sym) {
+        error(e.loc, fmt::format("Could not resolve symbol: {}:{}", t.path, a.sval));
+        return Type::none();
+      }
+      if (!first_size) {
+        first_size.emplace(sym->size, t.name);
+      } else if (first_size->first != sym->size) {
+        error(e.loc, fmt::format("Symbol size mismatch between probes. Symbol \"{}\" has size {} for probe \"{}\" "
+                                 "but size {} for probe \"{}\"",
+                                 a.sval, first_size->first, first_size->second, sym->size, t.name));
+        return Type::none();
+      }
+      UaddrSite site{.path = t.path, .offset = t.offset};
+      if ((*elf)->relocatable()) {
+        auto probe_vaddr = (*elf)->offset_to_vaddr(t.offset);
+        if (!probe_vaddr) {
+          error(e.loc, fmt::format("uaddr: no loadable segment of {} holds the probed offset {:#x}", t.path,
+                                   t.offset));
+          return Type::none();
+        }
+        site.relative = true;
+        site.value = static_cast<int64_t>(sym->vaddr - *probe_vaddr);
+      } else {
+        site.value = static_cast<int64_t>(sym->vaddr);
+      }
+      sites.push_back(std::move(site));
+    }
+  }
+  target_specific_ = true;  // the address depends on the binary and the probed instruction
+  out_.uaddr_of[id] = std::move(sites);
+  const uint64_t size = first_size ? first_size->first : 8;
+  const uint32_t pointee = size == 1 || size == 2 || size == 4 ? static_cast<uint32_t>(size) : 8;
+  return Type::pointer(Type::integer(pointee, true), AddrSpace::User);
+}
+
+int32_t Checker::add_action(ActionKind kind, lang::Loc loc, std::vector<Type> args) {
+  Action a;
+  a.kind = kind;
+  a.loc = loc;
+  a.probe_index = probe_index_;
+  uint32_t off = 8;
+  for (const auto& t : args) {
+    a.offsets.push_back(off);
+    off += std::max<uint32_t>(t.mem_size(), 8);
+  }
+  a.args = std::move(args);
+  a.record_size = off;
+  out_.actions.push_back(std::move(a));
+  return static_cast<int32_t>(out_.actions.size() - 1);
+}
+
+bool Checker::arg_count_ok(const Expr& e, const FunctionRow& row) {
+  if (e.args.size() >= row.min_args && e.args.size() <= row.max_args) return true;
+  if (row.max_args == 0)
+    error(e.loc, fmt::format("{}() requires no arguments ({} provided)", e.name, e.args.size()));
+  else
+    error(e.loc, fmt::format("{}() requires {} argument{} ({} provided)", e.name,
+                             row.min_args == row.max_args ? fmt::format("{}", row.min_args)
+                                                          : fmt::format("{} to {}", row.min_args, row.max_args),
+                             row.max_args == 1 ? "" : "s", e.args.size()));
+  return false;
+}
+
+Type Checker::call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const FunctionRow* row = find_function(e.name);
+  if (!row) {
+    // bpftrace underlines the name only.
+    lang::Loc name{e.loc.begin, e.loc.begin + static_cast<uint32_t>(e.name.size())};
+    error(name, fmt::format("Unknown function: {}", e.name));
+    return Type::none();
+  }
+  out_.function_of[id] = row->id;
+  if (!arg_count_ok(e, *row)) return Type::none();
+  switch (row->id) {
+    case Function::None: return Type::none();
+    case Function::Printf: return printf_call(id);
+    case Function::Exit: {
+      std::vector<Type> args;
+      if (!e.args.empty()) {
+        Type t = expr(e.args[0]);
+        if (!t.is_int()) error(ast_.expr(e.args[0]).loc, "exit() expects an integer exit code");
+        args.push_back(Type::integer(8, true));
+      }
+      out_.action_of[id] = add_action(ActionKind::Exit, e.loc, std::move(args));
+      return Type::none();
+    }
+    case Function::Print: {
+      const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind == ExprKind::Map && a.args.empty()) {
+        MapInfo* m = whole_map(e.args[0]);
+        for (size_t i = 1; i < e.args.size(); ++i)
+          if (!expr(e.args[i]).is_int()) error(ast_.expr(e.args[i]).loc, "print(): top and div must be integers");
+        int32_t act = add_action(ActionKind::Print, e.loc, {Type::integer(8, false), Type::integer(8, false)});
+        if (m) out_.actions[act].map = out_.map_of[e.args[0]];
+        out_.action_of[id] = act;
+        return Type::none();
+      }
+      if (e.args.size() > 1) {
+        error(e.loc, "print() of a value takes one argument");
+        return Type::none();
+      }
+      Type t = expr(e.args[0]);
+      if (t.kind == TypeKind::None) {
+        if (!diags_.has_errors()) error(a.loc, "print() needs a value");
+        return Type::none();
+      }
+      out_.action_of[id] = add_action(ActionKind::PrintValue, e.loc, {t});
+      return Type::none();
+    }
+    case Function::Clear:
+    case Function::Zero: {
+      const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind != ExprKind::Map || !a.args.empty()) {
+        error(a.loc, fmt::format("{}() expects a map with no keys", e.name));
+        return Type::none();
+      }
+      MapInfo* m = whole_map(e.args[0]);
+      int32_t act = add_action(row->id == Function::Clear ? ActionKind::Clear : ActionKind::Zero, e.loc);
+      if (m) out_.actions[act].map = out_.map_of[e.args[0]];
+      out_.action_of[id] = act;
+      return Type::none();
+    }
+    case Function::Delete: {
+      const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind != ExprKind::Map) {
+        error(a.loc, "delete() expects a map");
+        return Type::none();
+      }
+      if (e.args.size() == 2) {
+        // delete(@m, key): check the key against the map.
+        if (!a.args.empty()) {
+          error(a.loc, "delete(@m, key) takes the map without a key");
+          return Type::none();
+        }
+        if (!map_and_key(e.args[0], e.args[1])) return Type::none();
+      } else {
+        if (!map_for(e.args[0], false)) {
+          bool exists = std::any_of(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
+          if (!exists) error(a.loc, fmt::format("Undefined map: {}", a.name));
+          return Type::none();
+        }
+        set(e.args[0], Type::none());
+      }
+      return Type::boolean();
+    }
+    case Function::Time: {
+      Action a;
+      std::string fmt = "%H:%M:%S\n";
+      if (!e.args.empty()) {
+        const Expr& f = ast_.expr(e.args[0]);
+        if (f.kind != ExprKind::String) {
+          error(f.loc, "time() expects a string literal format");
+          return Type::none();
+        }
+        expr(e.args[0]);
+        fmt = f.sval;
+      }
+      int32_t act = add_action(ActionKind::Time, e.loc);
+      out_.actions[act].format = fmt;
+      out_.action_of[id] = act;
+      return Type::none();
+    }
+    case Function::Str: {
+      Type t = expr(e.args[0]);
+      uint32_t cap = out_.config.max_strlen;
+      if (e.args.size() == 2) {
+        // A constant length sizes the string; a run-time one is clamped to
+        // max_strlen when the probe reads.
+        Type nt = expr(e.args[1]);
+        auto n = constant(e.args[1]);
+        if (!nt.is_int() || (n && *n < 1)) {
+          error(ast_.expr(e.args[1]).loc, "str(): the length must be a positive integer");
+          return Type::none();
+        }
+        if (n) cap = static_cast<uint32_t>(std::min<int64_t>(*n + 1, out_.config.max_strlen));
+      }
+      if (t.is_string()) return Type::string(std::min(cap, t.size));
+      if (!t.is_int()) {
+        error(ast_.expr(e.args[0]).loc, fmt::format("str() expects a string or a pointer ({} provided)", t.name()));
+        return Type::none();
+      }
+      return Type::string(cap);
+    }
+    case Function::Strncmp: {
+      Type a = expr(e.args[0]), b = expr(e.args[1]);
+      auto n = constant(e.args[2]);
+      if (!a.is_string() || !b.is_string()) {
+        error(e.loc, "strncmp() compares two strings");
+        return Type::none();
+      }
+      if (!n || *n < 0) {
+        error(ast_.expr(e.args[2]).loc, "strncmp(): the length must be a non-negative integer constant");
+        return Type::none();
+      }
+      return Type::integer(8, true);
+    }
+    case Function::Strlen: {
+      if (!expr(e.args[0]).is_string()) {
+        error(ast_.expr(e.args[0]).loc, "strlen() expects a string");
+        return Type::none();
+      }
+      return Type::integer(8, false);
+    }
+    case Function::Ntop: {
+      // ntop([af,] addr): an IPv4 address as an integer (network order) or
+      // 4 bytes, an IPv6 address as 16 bytes.
+      Type addr = expr(e.args.back());
+      if (e.args.size() == 2 && !expr(e.args[0]).is_int()) {
+        error(ast_.expr(e.args[0]).loc, "ntop(): the address family must be an integer");
+        return Type::none();
+      }
+      bool ok = (addr.kind == TypeKind::Int && addr.size <= 8) || (addr.is_bytes() && (addr.size == 4 || addr.size == 16));
+      if (!ok) {
+        error(ast_.expr(e.args.back()).loc,
+              fmt::format("ntop() expects an integer, or 4 or 16 bytes ({} provided)", addr.name()));
+        return Type::none();
+      }
+      return Type::inet();
+    }
+    case Function::HasKey: {
+      const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind != ExprKind::Map || !a.args.empty()) {
+        error(a.loc, "has_key() expects a map without a key, then the key: has_key(@m, k)");
+        return Type::none();
+      }
+      if (!map_and_key(e.args[0], e.args[1])) return Type::none();
+      return Type::boolean();
+    }
+    case Function::Ksym:
+    case Function::Usym: {
+      Type a = expr(e.args[0]);
+      if (!a.is_int()) {
+        // An argument that already failed was reported there.
+        if (a.kind != TypeKind::None) error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects an address", e.name));
+        return Type::none();
+      }
+      return Type::symbol(row->id == Function::Usym);
+    }
+    case Function::KstackCall:
+    case Function::UstackCall: {
+      // kstack(), kstack(limit), kstack(mode), kstack(mode, limit).
+      bool user = row->id == Function::UstackCall;
+      StackMode mode = StackMode::Bpftrace;
+      size_t next = 0;
+      if (!e.args.empty() && ast_.expr(e.args[0]).kind == ExprKind::Identifier) {
+        const Expr& m = ast_.expr(e.args[0]);
+        if (m.name == "perf") mode = StackMode::Perf;
+        else if (m.name == "raw") mode = StackMode::Raw;
+        else if (m.name != "bpftrace") {
+          error(m.loc, m.name == "build_id" ? "stack mode build_id is not supported: use perf or raw"
+                                            : "the stack mode must be bpftrace, perf or raw");
+          return Type::none();
+        }
+        next = 1;
+      } else if (e.args.size() == 2) {
+        error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf or raw");
+        return Type::none();
+      }
+      int64_t frames = 127;
+      if (next < e.args.size()) {
+        auto limit = constant(e.args[next]);
+        if (!limit || *limit < 1 || *limit > 127) {
+          error(ast_.expr(e.args[next]).loc, "the stack limit must be a constant from 1 to 127");
+          return Type::none();
+        }
+        frames = *limit;
+      }
+      (user ? out_.uses_ustack : out_.uses_kstack) = true;
+      return Type::stack(user, static_cast<uint32_t>(frames), mode);
+    }
+    case Function::Bswap: {
+      Type t = expr(e.args[0]);
+      if (t.kind != TypeKind::Int) {
+        error(ast_.expr(e.args[0]).loc, fmt::format("bswap() expects an integer ({} provided)", t.name()));
+        return Type::none();
+      }
+      return Type::integer(t.size, false);
+    }
+    case Function::Pton: return pton_call(id);
+    case Function::Buf: return buf_call(id);
+    case Function::Macaddr: {
+      const Expr& a = ast_.expr(e.args[0]);
+      Type t = expr(e.args[0]);
+      if (a.kind == ExprKind::String) {
+        error(e.loc, "macaddr() does not support literal string arguments");
+        return Type::none();
+      }
+      if (t.is_bytes()) {
+        if (t.size * (t.kind == TypeKind::Array ? t.elems[0].size : 1) != 6) {
+          error(e.loc, "macaddr() argument must be 6 bytes in size");
+          return Type::none();
+        }
+      } else if (t.kind != TypeKind::Int) {
+        error(e.loc, fmt::format("macaddr() expects an array or a pointer ({} provided)", t.name()));
+        return Type::none();
+      }
+      return Type::mac_addr();
+    }
+    case Function::Join: {
+      Type t = expr(e.args[0]);
+      if (t.kind != TypeKind::Int) {
+        error(e.loc, fmt::format("join() only supports int or pointer arguments ({} provided)", t.name()));
+        return Type::none();
+      }
+      std::string sep = " ";
+      if (e.args.size() == 2) {
+        const Expr& d = ast_.expr(e.args[1]);
+        if (d.kind != ExprKind::String) {
+          error(e.loc, fmt::format("join() expects a string literal ({} provided)", provided(e.args[1])));
+          return Type::none();
+        }
+        expr(e.args[1]);
+        sep = d.sval;
+      }
+      // A count, then kJoinMax elements of join_elem_size bytes.
+      out_.join_elem_size = std::min<uint32_t>(out_.config.max_strlen, kJoinElemMax);
+      std::vector<Type> args{Type::integer(8, false)};
+      for (uint32_t i = 0; i < kJoinMax; ++i) args.push_back(Type::string(out_.join_elem_size));
+      int32_t act = add_action(ActionKind::Join, e.loc, std::move(args));
+      out_.actions[act].format = sep;
+      out_.action_of[id] = act;
+      return Type::none();
+    }
+    case Function::Strftime: {
+      const Expr& f = ast_.expr(e.args[0]);
+      if (f.kind != ExprKind::String) {
+        error(e.loc, fmt::format("strftime() expects a string literal ({} provided)", provided(e.args[0])));
+        return Type::none();
+      }
+      expr(e.args[0]);
+      Type t = expr(e.args[1]);
+      if (!t.is_int()) {
+        error(e.loc, fmt::format("strftime() only supports integer arguments ({} provided)", t.name()));
+        return Type::none();
+      }
+      auto& formats = out_.strftime_formats;
+      auto it = std::find(formats.begin(), formats.end(), f.sval);
+      if (it == formats.end()) it = formats.insert(formats.end(), f.sval);
+      out_.const_of[e.args[0]] = it - formats.begin();
+      return Type::timestamp();
+    }
+    case Function::Cgroupid: {
+      const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind != ExprKind::String) {
+        error(e.loc, fmt::format("cgroupid() expects a string literal ({} provided)", provided(e.args[0])));
+        return Type::none();
+      }
+      expr(e.args[0]);
+      auto cg = cgroup_id_of(a.sval);
+      if (!cg) {
+        error(e.loc, fmt::format("Failed to get `cgroupid` for path: \"{}\": {}", a.sval, cg.error()));
+        return Type::none();
+      }
+      out_.const_of[id] = static_cast<int64_t>(*cg);
+      return Type::integer(8, false);
+    }
+    case Function::Kaddr: {
+      const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind != ExprKind::String) {
+        error(e.loc, fmt::format("kaddr() expects a string literal ({} provided)", provided(e.args[0])));
+        return Type::none();
+      }
+      expr(e.args[0]);
+      auto addr = symbols::kernel_symbol_address(a.sval);
+      if (!addr) {
+        error(e.loc, fmt::format("Failed to resolve kernel symbol: {}", a.sval));
+        return Type::none();
+      }
+      out_.const_of[id] = static_cast<int64_t>(*addr);
+      return Type::integer(8, false);
+    }
+    case Function::Cat: return printf_call(id, ActionKind::Cat);
+    case Function::System:
+      if (!unsafe_allowed(e)) return Type::none();
+      return printf_call(id, ActionKind::System);
+    case Function::Signal: return signal_call(id);
+    case Function::Len: return len_call(id);
+    case Function::Strcontains:
+    case Function::Strstr: {
+      Type h = expr(e.args[0]), n = expr(e.args[1]);
+      for (auto [arg, t] : {std::pair{e.args[0], h}, std::pair{e.args[1], n}}) {
+        if (!t.is_string()) {
+          error(ast_.expr(arg).loc, fmt::format("{}() expects string arguments ({} provided)", e.name,
+                                                t.kind == TypeKind::None ? "none" : t.name()));
+          return Type::none();
+        }
+      }
+      return row->id == Function::Strcontains ? Type::boolean() : Type::integer(8, true);
+    }
+    case Function::Strerror:
+    case Function::SyscallName:
+    case Function::SignalName:
+    case Function::CgroupPath: {
+      if (e.args.size() == 2) {
+        error(ast_.expr(e.args[1]).loc,
+              "cgroup_path(): a hierarchy filter is not supported; ids are looked up in the cgroup v2 hierarchy");
+        return Type::none();
+      }
+      Type t = expr(e.args[0]);
+      if (t.kind != TypeKind::Int) {
+        error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects an integer ({} provided)", e.name,
+                                                    t.kind == TypeKind::None ? "none" : t.name()));
+        return Type::none();
+      }
+      switch (row->id) {
+        case Function::Strerror: return Type::named(NameTable::Errno);
+        case Function::SyscallName: return Type::named(NameTable::Syscall);
+        case Function::SignalName: return Type::named(NameTable::Signal);
+        default: return Type::named(NameTable::CgroupPath);
+      }
+    }
+    case Function::Errorf: return printf_call(id, ActionKind::Errorf);
+    case Function::Warnf: return printf_call(id, ActionKind::Warnf);
+    case Function::Memcmp: return memcmp_call(id);
+    case Function::Getopt: return getopt_call(id);
+    case Function::Reg: return reg_call(id);
+    case Function::Kptr:
+    case Function::Uptr: {
+      Type t = expr(e.args[0]);
+      if (t.kind != TypeKind::Int) {
+        error(ast_.expr(e.args[0]).loc, fmt::format("{}() expects a pointer ({} provided)", e.name,
+                                                    t.kind == TypeKind::None ? "none" : t.name()));
+        return Type::none();
+      }
+      AddrSpace space = row->id == Function::Kptr ? AddrSpace::Kernel : AddrSpace::User;
+      t.addr_space = space;
+      retarget(t, space);
+      return t;
+    }
+    case Function::Uaddr: return uaddr_call(id);
+    case Function::PercpuKaddr:
+      for (ExprId a : e.args) expr(a);
+      error(e.loc, fmt::format("{}() is not supported by bpfscope yet", e.name));
+      return Type::none();
+    case Function::Path:
+      for (ExprId a : e.args) expr(a);
+      error(e.loc, "path() needs the bpf_d_path helper, which the kernel allows only in fentry/fexit and LSM "
+                   "programs on an allowlist of functions; this kernel refuses to load fentry programs "
+                   "(EPERM), so path() cannot be used here");
+      return Type::none();
+    case Function::Override:
+      for (ExprId a : e.args) expr(a);
+      if (!unsafe_allowed(e)) return Type::none();
+      for (const auto& p : *points_) {
+        if (p.kind != ProbeKind::Kprobe) {
+          error(e.loc, fmt::format("override can not be used with \"{}\" probes", probe_type_name(p.kind)));
+          return Type::none();
+        }
+      }
+      error(e.loc, "override() needs a kprobe (bpf_override_return), and this kernel has no kprobes "
+                   "(CONFIG_KPROBES is off)");
+      return Type::none();
+    case Function::Count:
+    case Function::Sum:
+    case Function::Avg:
+    case Function::Min:
+    case Function::Max:
+    case Function::Stats:
+    case Function::Hist:
+    case Function::LHist:
+      error(e.loc, fmt::format("{}() should be assigned to a map", e.name));
+      return Type::none();
+  }
+  std::unreachable();
+}
+
+// bpftrace's word for an argument's kind in "(X provided)".
+std::string Checker::provided(ExprId id) {
+  Type t = expr(id);
+  if (t.is_int()) return "integer";
+  if (t.is_string()) return "string";
+  return t.name();
+}
+
+bool Checker::unsafe_allowed(const Expr& e) {
+  if (out_.unsafe) return true;
+  error(e.loc, fmt::format("{}() is an unsafe function being used in safe mode", e.name));
+  return false;
+}
+
+// pton("1.2.3.4") / pton("::1"): the address bytes, as uint8[4] or
+// uint8[16], parsed here; lowering writes them as a literal.
+Type Checker::pton_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& a = ast_.expr(e.args[0]);
+  if (a.kind != ExprKind::String) {
+    error(e.loc, fmt::format("pton() expects a string literal ({} provided)", provided(e.args[0])));
+    return Type::none();
+  }
+  expr(e.args[0]);
+  unsigned char bytes[16];
+  uint32_t n = 0;
+  if (inet_pton(AF_INET, a.sval.c_str(), bytes) == 1)
+    n = 4;
+  else if (inet_pton(AF_INET6, a.sval.c_str(), bytes) == 1)
+    n = 16;
+  if (!n) {
+    error(e.loc, fmt::format("pton() expects a valid IPv4/IPv6 address, got {}", a.sval));
+    return Type::none();
+  }
+  return Type::array(Type::integer(1, false), n);
+}
+
+// buf(array) or buf(p, len): len bytes from a pointer (kernel or user
+// memory, as for str()), or from a string or array value.
+Type Checker::buf_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  Type t = expr(e.args[0]);
+  if (e.args.size() == 1) {
+    if (t.kind != TypeKind::Array) {
+      error(e.loc, fmt::format("buf() expects a length argument for non-array type {}",
+                               t.is_string() ? "string" : t.name()));
+      return Type::none();
+    }
+    return Type::buffer(t.size * t.elems[0].size);
+  }
+  if (!t.is_int() && !t.is_bytes()) {
+    error(e.loc, fmt::format("buf() expects a pointer, a string or an array ({} provided)", t.name()));
+    return Type::none();
+  }
+  Type lt = expr(e.args[1]);
+  if (!lt.is_int()) {
+    error(ast_.expr(e.args[1]).loc, fmt::format("buf(): the length must be an integer ({} provided)", lt.name()));
+    return Type::none();
+  }
+  uint32_t cap = out_.config.max_strlen;
+  if (auto n = constant(e.args[1])) {
+    if (*n < 0) {
+      error(e.loc, fmt::format("buf cannot use negative length ({})", *n));
+      return Type::none();
+    }
+    cap = static_cast<uint32_t>(std::min<int64_t>(*n, cap));
+  }
+  if (t.is_bytes()) cap = std::min(cap, t.size * (t.kind == TypeKind::Array ? t.elems[0].size : 1));
+  return Type::buffer(std::max<uint32_t>(cap, 1));
+}
+
+// signal(SIG): bpf_send_signal to the current task. A name ("KILL",
+// "SIGKILL"), a literal number, or an integer expression.
+Type Checker::signal_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  if (!unsafe_allowed(e)) return Type::none();
+  for (const auto& p : *points_) {
+    if (p.kind == ProbeKind::Begin || p.kind == ProbeKind::End) {
+      error(e.loc, fmt::format("signal can not be used with \"{}\" probes", probe_type_name(p.kind)));
+      return Type::none();
+    }
+  }
+  const Expr& a = ast_.expr(e.args[0]);
+  if (a.kind == ExprKind::String) {
+    expr(e.args[0]);
+    auto n = signal_number(a.sval);
+    if (!n) {
+      error(e.loc, fmt::format("{} is not a valid signal", a.sval));
+      return Type::none();
+    }
+    out_.const_of[e.args[0]] = *n;
+    return Type::none();
+  }
+  Type t = expr(e.args[0]);
+  if (!t.is_int()) {
+    error(e.loc, fmt::format("signal() only accepts a signal name or number ({} provided)", t.name()));
+    return Type::none();
+  }
+  if (auto n = constant(e.args[0]); n && (*n < 1 || *n > 64)) {
+    error(e.loc, fmt::format("{} is not a valid signal, allowed range: [1,64]", *n));
+    return Type::none();
+  }
+  return Type::none();
+}
+
+// memcmp(a, b, n): the first n bytes of two strings or byte arrays; n a
+// constant no larger than either.
+Type Checker::memcmp_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  Type a = expr(e.args[0]), b = expr(e.args[1]);
+  for (auto [arg, t] : {std::pair{e.args[0], a}, std::pair{e.args[1], b}}) {
+    if (!t.is_bytes()) {
+      error(ast_.expr(arg).loc, fmt::format("memcmp() expects strings or byte arrays ({} provided)",
+                                            t.kind == TypeKind::None ? "none" : t.name()));
+      return Type::none();
+    }
+  }
+  auto n = constant(e.args[2]);
+  if (!n || *n < 0) {
+    error(ast_.expr(e.args[2]).loc, "memcmp(): the size must be a non-negative integer constant");
+    return Type::none();
+  }
+  uint32_t limit = std::min(a.size, b.size);
+  if (*n > limit) {
+    error(ast_.expr(e.args[2]).loc,
+          fmt::format("memcmp(): the size ({}) is larger than the arguments ({} bytes)", *n, limit));
+    return Type::none();
+  }
+  return Type::integer(8, true);
+}
+
+// getopt("name"[, default[, "description"]]): the value of --name on the
+// command line after `--`, typed by the default (bool when none).
+Type Checker::getopt_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& n = ast_.expr(e.args[0]);
+  if (n.kind != ExprKind::String) {
+    error(n.loc, fmt::format("getopt() expects a string literal name ({} provided)", provided(e.args[0])));
+    return Type::none();
+  }
+  expr(e.args[0]);
+  if (e.args.size() == 3) {
+    if (ast_.expr(e.args[2]).kind != ExprKind::String) {
+      error(ast_.expr(e.args[2]).loc, "getopt(): the description must be a string literal");
+      return Type::none();
+    }
+    expr(e.args[2]);
+  }
+  enum class Kind { Bool, Int, String } kind = Kind::Bool;
+  int64_t ival = 0;
+  std::string sval;
+  if (e.args.size() >= 2) {
+    const Expr& d = ast_.expr(e.args[1]);
+    std::string_view text = ast_.source.slice(d.loc);
+    expr(e.args[1]);
+    if (d.kind == ExprKind::String) {
+      kind = Kind::String;
+      sval = d.sval;
+    } else if (auto c = constant(e.args[1])) {
+      kind = text == "true" || text == "false" ? Kind::Bool : Kind::Int;
+      ival = *c;
+    } else {
+      error(d.loc, "getopt(): the default must be a literal (bool, integer or string)");
+      return Type::none();
+    }
+  }
+  out_.getopt_names.insert(n.sval);
+  if (auto it = out_.named_args.find(n.sval); it != out_.named_args.end()) {
+    const auto& v = it->second;
+    switch (kind) {
+      case Kind::Bool:
+        if (!v || *v == "true" || *v == "1") ival = 1;
+        else if (*v == "false" || *v == "0") ival = 0;
+        else {
+          error(e.loc, fmt::format("getopt(): --{} expects a boolean (true, false, 1 or 0), got \"{}\"", n.sval, *v));
+          return Type::none();
+        }
+        break;
+      case Kind::Int: {
+        auto parsed = v ? parse_int_param(*v) : std::nullopt;
+        if (!parsed) {
+          error(e.loc, fmt::format("getopt(): --{} expects an integer, got {}", n.sval,
+                                   v ? fmt::format("\"{}\"", *v) : "no value"));
+          return Type::none();
+        }
+        ival = *parsed;
+        break;
+      }
+      case Kind::String:
+        if (!v) {
+          error(e.loc, fmt::format("getopt(): --{} expects a string value (--{}=VALUE)", n.sval, n.sval));
+          return Type::none();
+        }
+        sval = *v;
+        break;
+    }
+  }
+  if (kind == Kind::String) {
+    if (sval.size() + 1 > out_.config.max_strlen) {
+      error(e.loc, fmt::format("getopt(): the value of --{} is longer than max_strlen ({})", n.sval,
+                               out_.config.max_strlen));
+      return Type::none();
+    }
+    out_.const_of[id] = static_cast<int64_t>(out_.const_strings.size());
+    out_.const_strings.push_back(sval);
+    return Type::string(static_cast<uint32_t>(sval.size() + 1));
+  }
+  out_.const_of[id] = ival;
+  return kind == Kind::Bool ? Type::boolean() : Type::integer(8, true);
+}
+
+// A probe kind as bpftrace's messages name it ("BEGIN", "tracepoint").
+std::string Checker::probe_type_name(ProbeKind k) {
+  if (k == ProbeKind::Begin) return "BEGIN";
+  if (k == ProbeKind::End) return "END";
+  return probe_kind_name(k);
+}
+
+// reg("sp"): a register of the probed context (struct pt_regs), in probes
+// whose context is one: kprobes, uprobes and USDT.
+Type Checker::reg_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& a = ast_.expr(e.args[0]);
+  if (a.kind != ExprKind::String) {
+    error(e.loc, fmt::format("reg() expects a string literal ({} provided)", provided(e.args[0])));
+    return Type::none();
+  }
+  expr(e.args[0]);
+  for (const auto& p : *points_) {
+    bool regs = p.kind == ProbeKind::Kprobe || p.kind == ProbeKind::Kretprobe || p.kind == ProbeKind::Uprobe ||
+                p.kind == ProbeKind::Uretprobe || p.kind == ProbeKind::Usdt;
+    if (!regs) {
+      error(e.loc, fmt::format("reg can not be used with \"{}\" probes", probe_type_name(p.kind)));
+      return Type::none();
+    }
+  }
+  auto off = pt_regs_offset(a.sval);
+  if (!off) {
+    error(e.loc, fmt::format("'{}' is not a valid register", a.sval));
+    return Type::none();
+  }
+  out_.const_of[e.args[0]] = *off;
+  return Type::integer(8, false);
+}
+
+// len(@map): the map's entry count; len(ustack) / len(kstack): the frames
+// of the current stack.
+Type Checker::len_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& a = ast_.expr(e.args[0]);
+  if (a.kind == ExprKind::Map && a.args.empty()) {
+    MapInfo* m = whole_map(e.args[0]);
+    if (!m) return Type::none();
+    if (!m->keyed) {
+      error(e.loc, fmt::format("len() expects a map with keys: {} is a scalar map", m->name));
+      return Type::none();
+    }
+    if (!out_.btf->find_func("bpf_map_sum_elem_count")) {
+      error(e.loc, "len(@map) needs the bpf_map_sum_elem_count kfunc (Linux 6.6+), which this kernel's BTF lacks");
+      return Type::none();
+    }
+    return Type::integer(8, true);
+  }
+  Type t = expr(e.args[0]);
+  if (t.kind != TypeKind::Stack) {
+    error(e.loc, fmt::format("len() expects a map or a stack ({} provided)", t.kind == TypeKind::None ? "none" : t.name()));
+    return Type::none();
+  }
+  return Type::integer(8, true);
+}
+
+// printf, cat and system: a literal format and its arguments, formatted in
+// user space.
+Type Checker::printf_call(ExprId id, ActionKind kind) {
+  const Expr& e = ast_.expr(id);
+  const Expr& f = ast_.expr(e.args[0]);
+  if (f.kind != ExprKind::String) {
+    if (kind == ActionKind::Printf)
+      error(f.loc, "printf: the first argument must be a string literal");
+    else
+      error(e.loc, fmt::format("{}() expects a string literal ({} provided)", e.name, provided(e.args[0])));
+    return Type::none();
+  }
+  set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
+  auto parsed = output::parse_printf(f.sval);
+  if (auto* msg = std::get_if<std::string>(&parsed)) {
+    error(f.loc, *msg);
+    return Type::none();
+  }
+  auto& format = std::get<output::PrintfFormat>(parsed);
+  size_t supplied = e.args.size() - 1;
+  if (supplied < format.specs.size()) {
+    error(e.loc, fmt::format("{}: Not enough arguments for format string ({} supplied, {} expected)", e.name,
+                             supplied, format.specs.size()));
+    return Type::none();
+  }
+  if (supplied > format.specs.size()) {
+    error(e.loc, fmt::format("{}: Too many arguments for format string ({} supplied, {} expected)", e.name,
+                             supplied, format.specs.size()));
+    return Type::none();
+  }
+  std::vector<Type> args;
+  for (size_t i = 0; i < supplied; ++i) {
+    Type t = expr(e.args[i + 1]);
+    const auto& spec = format.specs[i];
+    // An argument that failed to type-check was reported already.
+    if (t.kind == TypeKind::None && diags_.has_errors()) return Type::none();
+    bool ok = t.kind != TypeKind::None && !t.is_record();
+    if (spec.wants == output::PrintfSpec::ArgKind::Integer && !t.is_int()) ok = false;
+    if (spec.wants == output::PrintfSpec::ArgKind::String && !t.is_string() && t.kind != TypeKind::Buffer) ok = false;
+    if (!ok) {
+      error(ast_.expr(e.args[i + 1]).loc,
+            fmt::format("{}: {} specifier expects a value of type {} ({} supplied)", e.name, spec.spec,
+                        spec.wants == output::PrintfSpec::ArgKind::Integer ? "integer" : "string",
+                        t.kind == TypeKind::None ? "none" : t.name()));
+      return Type::none();
+    }
+    args.push_back(t);
+  }
+  int32_t act = add_action(kind, e.loc, std::move(args));
+  out_.actions[act].format = f.sval;
+  out_.actions[act].printf_format = std::move(format);
+  out_.action_of[id] = act;
+  return Type::none();
+}
+
+}  // namespace bpfscope::sema::detail

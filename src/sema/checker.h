@@ -1,0 +1,161 @@
+// Internal to sema: the type checker's class, shared by its three files:
+// check.cpp (probes, statements, expressions, analyse), calls.cpp (function
+// calls and actions) and kernel_types.cpp (BTF structs, pointers, casts,
+// tracepoint fields, constants).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sema/builtins.h"
+#include "sema/probes.h"
+#include "sema/sema.h"
+
+namespace bpfscope::sema::detail {
+
+using lang::Expr;
+using lang::ExprId;
+using lang::ExprKind;
+using lang::kNone;
+using lang::Op;
+using lang::Stmt;
+using lang::StmtId;
+using lang::StmtKind;
+
+const char* agg_name(output::AggKind k);
+// An integer parameter ($1, getopt values): decimal or 0x hex, optionally negative.
+std::optional<int64_t> parse_int_param(std::string_view s);
+// The type of a tracepoint field as bpfscope sees it.
+Type field_type(const bpf::TracepointField& f, std::string_view category, uint32_t max_strlen);
+// Constants from C headers that kernel BTF lacks (AF_INET, TASK_RUNNING, errno
+// and signal names).
+std::optional<int64_t> known_constant(std::string_view name);
+
+class Checker {
+ public:
+  Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final,
+          std::vector<Type> first_pass_vars)
+      : ast_(ast), out_(out), diags_(diags), final_(final), first_pass_vars_(std::move(first_pass_vars)) {}
+
+  void check_probe(uint32_t probe_index, const std::vector<ResolvedAttachPoint>& points);
+
+  bool target_specific() const { return target_specific_; }
+
+ private:
+  Type uaddr_call(ExprId id);
+
+  void error(lang::Loc loc, std::string msg);
+
+  Type& set(ExprId id, Type t) { return out_.expr_types[id] = std::move(t); }
+
+  // A condition must be an integer; one without a type after an error was
+  // already reported (a bad comparison) needs no second error.
+  bool valid_condition(const Type& c) const { return c.is_int() || (c.kind == TypeKind::None && diags_.has_errors()); }
+
+  void block(const std::vector<StmtId>& body);
+
+  int32_t find_var(const std::string& name);
+
+  int32_t declare_var(const std::string& name, const Type& t);
+
+  bool in_loop() const { return loop_depth_ > 0; }
+
+  static std::string undefined_var_message(const std::string& name);
+
+  void stmt(StmtId id);
+
+  void for_map(const Stmt& s);
+
+  void let(const Stmt& s);
+
+  std::optional<Type> let_type(std::string_view name, lang::Loc loc);
+
+  void assign(const Stmt& s);
+
+  void aggregate(ExprId target_id, ExprId call_id, Function f);
+
+  std::optional<int64_t> constant(ExprId id);
+
+  MapInfo* map_for(ExprId id, bool create);
+
+  MapInfo* whole_map(ExprId id);
+
+  int32_t add_action(ActionKind kind, lang::Loc loc, std::vector<Type> args = {});
+
+  const bpf::TracepointField* find_field(const bpf::TracepointFormat& f, std::string_view name);
+
+  Type args_field(const Expr& e);
+
+  bool map_and_key(ExprId map_id, ExprId key_id);
+
+  bool arg_count_ok(const Expr& e, const FunctionRow& row);
+
+  void struct_pointee(const bpf::TracepointField& f, Type& t);
+
+  Type element_of(const Type& p, lang::Loc loc);
+
+  Type address_of(const Expr& e);
+
+  Type pointer_to(std::string_view name, lang::Loc loc);
+
+  Type record(uint32_t btf_id);
+
+  std::optional<Type> btf_value_type(uint32_t type_id);
+
+  Type btf_field(ExprId id, const Expr& e, const Type& base);
+
+  Type call(ExprId id);
+
+  std::string provided(ExprId id);
+
+  bool unsafe_allowed(const Expr& e);
+
+  Type pton_call(ExprId id);
+
+  Type buf_call(ExprId id);
+
+  Type signal_call(ExprId id);
+
+  Type memcmp_call(ExprId id);
+
+  Type getopt_call(ExprId id);
+
+  static std::string probe_type_name(ProbeKind k);
+
+  Type reg_call(ExprId id);
+
+  Type len_call(ExprId id);
+
+  Type printf_call(ExprId id, ActionKind kind = ActionKind::Printf);
+
+  Type binary(ExprId id);
+
+  bool is_literal(ExprId id) const;
+
+  static const char* op_text(Op op);
+
+  static std::optional<Type> int_type(std::string_view name);
+
+  std::optional<Type> type_of_name(std::string_view name, lang::Loc loc);
+
+  static void retarget(Type& t, AddrSpace space);
+
+  Type expr(ExprId id);
+
+  const lang::Program& ast_;
+  TypedProgram& out_;
+  lang::Diagnostics& diags_;
+  bool final_;
+  std::vector<Type> first_pass_vars_;  // the final pass: variable types at the end of the first
+  const std::vector<ResolvedAttachPoint>* points_ = nullptr;
+  bool target_specific_ = false;
+  uint32_t probe_index_ = 0;
+  int loop_depth_ = 0;
+  std::vector<std::map<std::string, int32_t>> scopes_;
+};
+
+}  // namespace bpfscope::sema::detail
