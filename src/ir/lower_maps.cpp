@@ -1,0 +1,492 @@
+// Lowering of map reads and writes, per-CPU aggregations (hist/lhist
+// buckets), and memory: kernel and user reads, copies, zeroing.
+#include "ir/lowerer.h"
+
+namespace bpfscope::ir::detail {
+
+// bpf_map_update_elem into script map `map`. A failure (the map is full) is
+// counted in the map's slot of the failed map, and the first one on each
+// CPU (every one with -k) is sent as a record; -EEXIST, an insert that
+// raced another CPU's, is no failure.
+void Lowerer::map_update(int32_t map, VregId key, VregId val, int flags) {
+  VregId r = b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(map), key, val, b_.imm(flags)});
+  uint32_t site = add_site(BPF_FUNC_map_update_elem, map);
+  BlockId fail = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
+  b_.branch_imm(ir::Cond::SGe, r, 0, join, fail);
+  b_.set_block(fail);
+  if (flags == BPF_NOEXIST) {
+    BlockId real = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, r, -EEXIST, join, real);
+    b_.set_block(real);
+  }
+  VregId key_addr = b_.stack_addr(key_slot_);
+  b_.store_imm(4, key_addr, 0, map);
+  VregId count = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.failed), key_addr});
+  b_.branch_imm(ir::Cond::Eq, count, 0, join, counted);
+  b_.set_block(counted);
+  VregId before = b_.load(8, count, 0);
+  b_.atomic_add(count, 0, b_.imm(1));
+  if (!opts_.helper_errors) {
+    BlockId first = b_.new_block();
+    b_.branch_imm(ir::Cond::Ne, before, 0, join, first);
+    b_.set_block(first);
+  }
+  send_helper_error(site, r);
+  b_.jump(join);
+  b_.set_block(join);
+}
+
+// Builds the key of a Map expression in scratch and returns its address.
+VregId Lowerer::map_key(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const auto& m = map_info(id);
+  uint32_t off = alloc(m.key_size);
+  VregId p = scratch_ptr(off);
+  if (!m.keyed) {
+    b_.store_imm(8, p, 0, 0);
+    return p;
+  }
+  if (e.args.size() == 1) {
+    store_expr(p, 0, e.args[0], m.key);
+  } else {
+    for (size_t i = 0; i < e.args.size(); ++i) store_expr(p, m.key.offsets[i], e.args[i], m.key.elems[i]);
+  }
+  return p;
+}
+
+Val Lowerer::map_read_key(ExprId id, VregId key) {
+  const auto& m = map_info(id);
+  if (m.agg != output::AggKind::Plain) return aggregate_read(id, key);
+  VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key});
+  BlockId found = b_.new_block(), missing = b_.new_block(), join = b_.new_block();
+  if (m.value.is_int()) {
+    VregId out = b_.vreg();
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, missing, found);
+    b_.set_block(found);
+    b_.mov_to(out, b_.load(8, ptr, 0));
+    b_.jump(join);
+    b_.set_block(missing);
+    b_.imm_to(out, 0);
+    b_.jump(join);
+    b_.set_block(join);
+    return int_val(out, m.value);
+  }
+  // Strings and tuples: copy into scratch, or zeros when missing.
+  uint32_t off = alloc(m.value.mem_size());
+  VregId dst = scratch_ptr(off);
+  b_.branch_imm(ir::Cond::Eq, ptr, 0, missing, found);
+  b_.set_block(found);
+  copy_bytes(dst, 0, ptr, m.value.mem_size());
+  b_.jump(join);
+  b_.set_block(missing);
+  zero(dst, 0, m.value.mem_size());
+  b_.jump(join);
+  b_.set_block(join);
+  return Val{.reg = dst, .type = m.value};
+}
+
+// The value of a per-CPU aggregation as bpftrace reads it in a probe:
+// count and sum add up the CPUs, min and max combine the CPUs that saw a
+// value, avg divides the totals. bpf_map_lookup_percpu_elem (kernel 6.0)
+// reads each CPU's copy; the loop over CPUs is unrolled.
+Val Lowerer::aggregate_read(ExprId id, VregId key) {
+  const auto& m = map_info(id);
+  const Type t = p_.type_of(id);
+  VregId acc = b_.imm(0), count = b_.imm(0), seen = b_.imm(0);
+  bool s = m.value.is_signed;
+  for (uint32_t cpu = 0; cpu < opts_.possible_cpus; ++cpu) {
+    VregId ptr = b_.call(BPF_FUNC_map_lookup_percpu_elem, {b_.map_fd(p_.map_of[id]), key, b_.imm(cpu)});
+    BlockId have = b_.new_block(), next = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, next, have);
+    b_.set_block(have);
+    VregId v = b_.load(8, ptr, 0);
+    switch (m.agg) {
+      case output::AggKind::Count:
+      case output::AggKind::Sum: b_.mov_to(acc, b_.alu(AluOp::Add, acc, v)); break;
+      case output::AggKind::Avg:
+        b_.mov_to(count, b_.alu(AluOp::Add, count, v));
+        b_.mov_to(acc, b_.alu(AluOp::Add, acc, b_.load(8, ptr, 8)));
+        break;
+      case output::AggKind::Min:
+      case output::AggKind::Max: {
+        // {value, set}: skip CPUs that saw no value.
+        VregId set = b_.load(8, ptr, 8);
+        BlockId check = b_.new_block(), take = b_.new_block(), first = b_.new_block();
+        b_.branch_imm(ir::Cond::Eq, set, 0, next, first);
+        b_.set_block(first);
+        b_.branch_imm(ir::Cond::Eq, seen, 0, take, check);
+        b_.set_block(check);
+        ir::Cond better = m.agg == output::AggKind::Min ? (s ? ir::Cond::SLt : ir::Cond::Lt)
+                                                        : (s ? ir::Cond::SGt : ir::Cond::Gt);
+        b_.branch(better, v, acc, take, next);
+        b_.set_block(take);
+        b_.mov_to(acc, v);
+        b_.imm_to(seen, 1);
+        break;
+      }
+      case output::AggKind::Plain:
+      case output::AggKind::Stats:
+      case output::AggKind::Hist:
+      case output::AggKind::LHist: std::unreachable();  // rejected by sema
+    }
+    b_.jump(next);
+    b_.set_block(next);
+  }
+  if (m.agg == output::AggKind::Avg) {
+    // total / count, truncated toward zero like bpftrace's user-space average.
+    BlockId nonzero = b_.new_block(), join = b_.new_block();
+    VregId out = b_.imm(0);
+    b_.branch_imm(ir::Cond::Eq, count, 0, join, nonzero);
+    b_.set_block(nonzero);
+    if (s) {
+      BlockId neg = b_.new_block(), pos = b_.new_block();
+      b_.branch_imm(ir::Cond::SLt, acc, 0, neg, pos);
+      b_.set_block(neg);
+      VregId q = b_.alu(AluOp::Div, b_.alu_imm(AluOp::Neg, acc, 0), count);
+      b_.mov_to(out, b_.alu_imm(AluOp::Neg, q, 0));
+      b_.jump(join);
+      b_.set_block(pos);
+    }
+    b_.mov_to(out, b_.alu(AluOp::Div, acc, count));
+    b_.jump(join);
+    b_.set_block(join);
+    return int_val(out, t);
+  }
+  return int_val(acc, t);
+}
+
+void Lowerer::map_write_key(ExprId id, VregId key, const Val& v) {
+  const auto& m = map_info(id);
+  uint32_t off = alloc(m.value_size);
+  VregId val = scratch_ptr(off);
+  copy_to(val, 0, v, m.value);
+  map_update(p_.map_of[id], key, val, BPF_ANY);
+}
+
+// Looks up the entry for key, inserting a zeroed one when missing. Leaves
+// the builder in the block where the pointer is known non-null; the caller
+// continues there and must finish with jump(join) to the returned block.
+std::pair<VregId, BlockId> Lowerer::map_entry(ExprId id, VregId key) {
+  zero_needed_ = std::max(zero_needed_, map_info(id).value_size);
+  VregId map = b_.map_fd(p_.map_of[id]);
+  VregId ptr = b_.vreg();
+  b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {map, key}));
+  BlockId have = b_.new_block(), insert = b_.new_block(), join = b_.new_block();
+  b_.branch_imm(ir::Cond::Eq, ptr, 0, insert, have);
+  b_.set_block(insert);
+  VregId zkey = b_.stack_addr(key_slot_);
+  b_.store_imm(4, zkey, 0, 0);
+  VregId zptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.zero), zkey});
+  BlockId zok = b_.new_block();
+  b_.branch_imm(ir::Cond::Eq, zptr, 0, join, zok);
+  b_.set_block(zok);
+  map_update(p_.map_of[id], key, zptr, BPF_NOEXIST);
+  b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key}));
+  b_.branch_imm(ir::Cond::Eq, ptr, 0, join, have);
+  b_.set_block(have);
+  return {ptr, join};
+}
+
+void Lowerer::aggregate(ExprId target, ExprId call_id) {
+  const Expr& call = ast_.expr(call_id);
+  const auto& m = map_info(target);
+  Val arg;
+  if (!call.args.empty()) arg = expr(call.args[0]);
+  VregId key = map_key(target);
+  VregId v = call.args.empty() ? kNoVreg : materialize_int(arg);
+  b_.set_loc(call.loc);
+  auto [ptr, join] = map_entry(target, key);
+  switch (m.agg) {
+    case output::AggKind::Plain: std::unreachable();
+    case output::AggKind::Count: b_.atomic_add(ptr, 0, b_.imm(1)); break;
+    case output::AggKind::Sum: b_.atomic_add(ptr, 0, v); break;
+    case output::AggKind::Avg:
+    case output::AggKind::Stats:
+      b_.atomic_add(ptr, 0, b_.imm(1));
+      b_.atomic_add(ptr, 8, v);
+      break;
+    case output::AggKind::Min:
+    case output::AggKind::Max: {
+      // {value, set}: per-CPU, so a plain compare-and-store is enough.
+      VregId cur = b_.load(8, ptr, 0);
+      VregId set = b_.load(8, ptr, 8);
+      BlockId write = b_.new_block(), check = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, set, 0, write, check);
+      b_.set_block(check);
+      bool s = m.value.is_signed;
+      ir::Cond better = m.agg == output::AggKind::Min ? (s ? ir::Cond::SLt : ir::Cond::Lt)
+                                                      : (s ? ir::Cond::SGt : ir::Cond::Gt);
+      b_.branch(better, v, cur, write, join);
+      b_.set_block(write);
+      b_.store(8, ptr, 0, v);
+      b_.store_imm(8, ptr, 8, 1);
+      break;
+    }
+    case output::AggKind::Hist: {
+      VregId idx = hist_index(v, m.hist.bits, m.value.is_signed);
+      bucket_add(ptr, idx, output::hist_bucket_count(m.hist.bits));
+      break;
+    }
+    case output::AggKind::LHist: {
+      VregId idx = lhist_index(v, m.hist, m.value.is_signed);
+      bucket_add(ptr, idx, output::lhist_bucket_count(m.hist.min, m.hist.max, m.hist.step));
+      break;
+    }
+  }
+  b_.jump(join);
+  b_.set_block(join);
+}
+
+// ptr[idx] += 1, with idx clamped so the verifier sees it in bounds.
+void Lowerer::bucket_add(VregId ptr, VregId idx, uint32_t count) {
+  BlockId clamp = b_.new_block(), ok = b_.new_block();
+  b_.branch_imm(ir::Cond::Gt, idx, count - 1, clamp, ok);
+  b_.set_block(clamp);
+  b_.imm_to(idx, count - 1);
+  b_.jump(ok);
+  b_.set_block(ok);
+  VregId byte_off = b_.alu_imm(AluOp::Lsh, idx, 3);
+  VregId slot = b_.alu(AluOp::Add, ptr, byte_off);
+  b_.atomic_add(slot, 0, b_.imm(1));
+}
+
+// The log2 bucket (output::hist_index with bits = 0): 0 for negatives, 1
+// for 0, and floor(log2(v)) + 2 above.
+VregId Lowerer::hist_index(VregId v, int bits, bool is_signed) {
+  VregId idx = b_.vreg();
+  BlockId join = b_.new_block();
+  if (is_signed) {
+    BlockId neg = b_.new_block(), nonneg = b_.new_block();
+    b_.branch_imm(ir::Cond::SLt, v, 0, neg, nonneg);
+    b_.set_block(neg);
+    b_.imm_to(idx, 0);
+    b_.jump(join);
+    b_.set_block(nonneg);
+  }
+  BlockId zero_b = b_.new_block(), pos = b_.new_block();
+  b_.branch_imm(ir::Cond::Eq, v, 0, zero_b, pos);
+  b_.set_block(zero_b);
+  b_.imm_to(idx, 1);
+  b_.jump(join);
+  b_.set_block(pos);
+  // l = floor(log2(v)) by binary search over the bit width.
+  VregId n = b_.mov(v);
+  VregId l = b_.imm(0);
+  for (int shift : {32, 16, 8, 4, 2, 1}) {
+    BlockId big = b_.new_block(), next = b_.new_block();
+    VregId limit = b_.imm(static_cast<int64_t>(1ull << shift));
+    b_.branch(ir::Cond::Ge, n, limit, big, next);
+    b_.set_block(big);
+    b_.mov_to(n, b_.alu_imm(AluOp::Rsh, n, shift));
+    b_.mov_to(l, b_.alu_imm(AluOp::Add, l, shift));
+    b_.jump(next);
+    b_.set_block(next);
+  }
+  if (bits == 0) {
+    b_.mov_to(idx, b_.alu_imm(AluOp::Add, l, 2));
+  } else {
+    // With 2^bits sub-buckets per power of two (output::hist_index): values
+    // below 2^(bits+1) have their own bucket (index v + 1); above, the
+    // bucket is the power's base index plus the next `bits` bits of v.
+    BlockId small = b_.new_block(), large = b_.new_block();
+    b_.branch_imm(ir::Cond::Lt, l, bits + 1, small, large);
+    b_.set_block(small);
+    b_.mov_to(idx, b_.alu_imm(AluOp::Add, v, 1));
+    b_.jump(join);
+    b_.set_block(large);
+    // sub = (v >> (l - bits)) & ((1 << bits) - 1)
+    VregId sh = b_.alu_imm(AluOp::Sub, l, bits);
+    VregId sub = b_.alu_imm(AluOp::And, b_.alu(AluOp::Rsh, v, sh), (1 << bits) - 1);
+    // index = ((sh + 1) << bits) + sub + 1, as output::hist_index.
+    VregId base = b_.alu_imm(AluOp::Lsh, b_.alu_imm(AluOp::Add, sh, 1), bits);
+    VregId sum = b_.alu(AluOp::Add, base, sub);
+    b_.mov_to(idx, b_.alu_imm(AluOp::Add, sum, 1));
+  }
+  b_.jump(join);
+  b_.set_block(join);
+  return idx;
+}
+
+VregId Lowerer::lhist_index(VregId v, const output::HistParams& h, bool is_signed) {
+  uint32_t count = output::lhist_bucket_count(h.min, h.max, h.step);
+  VregId idx = b_.vreg();
+  BlockId below = b_.new_block(), check_max = b_.new_block(), above = b_.new_block(), inside = b_.new_block(),
+          join = b_.new_block();
+  ir::Cond lt = is_signed ? ir::Cond::SLt : ir::Cond::Lt;
+  ir::Cond ge = is_signed ? ir::Cond::SGe : ir::Cond::Ge;
+  b_.branch(lt, v, b_.imm(h.min), below, check_max);
+  b_.set_block(below);
+  b_.imm_to(idx, 0);
+  b_.jump(join);
+  b_.set_block(check_max);
+  b_.branch(ge, v, b_.imm(h.max), above, inside);
+  b_.set_block(above);
+  b_.imm_to(idx, count - 1);
+  b_.jump(join);
+  b_.set_block(inside);
+  VregId rel = b_.alu(AluOp::Sub, v, b_.imm(h.min));
+  VregId q = b_.alu(AluOp::Div, rel, b_.imm(h.step));
+  b_.mov_to(idx, b_.alu_imm(AluOp::Add, q, 1));
+  b_.jump(join);
+  b_.set_block(join);
+  return idx;
+}
+
+// Reads a field of a kernel struct at base + f.offset with
+// bpf_probe_read_kernel (which zero-fills on a fault, so a NULL base reads
+// as 0). Structs are not read: their address is the value.
+Val Lowerer::read_kernel_field(VregId base, const sema::FieldAccess& f, const Type& t) {
+  return read_memory(base, f, t, sema::AddrSpace::Kernel);
+}
+
+// Reads a value of type t at base + f.offset in kernel or user memory
+// (records are only their address).
+Val Lowerer::read_memory(VregId base, const sema::FieldAccess& f, const Type& t, sema::AddrSpace space) {
+  VregId addr = f.offset ? b_.alu_imm(AluOp::Add, base, f.offset) : base;
+  if (t.is_record()) return Val{.reg = addr, .type = t};
+  int helper = space == sema::AddrSpace::User ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
+  if (t.is_string()) {
+    uint32_t off = alloc(t.mem_size());
+    VregId buf = scratch_ptr(off);
+    zero(buf, 0, t.mem_size());
+    checked_call(helper, {buf, b_.imm(t.size), addr});
+    return Val{.reg = buf, .type = t};
+  }
+  uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.is_pointer ? 8 : t.size;
+  uint32_t off = alloc(8);
+  VregId tmp = scratch_ptr(off);
+  b_.store_imm(8, tmp, 0, 0);
+  checked_call(helper, {tmp, b_.imm(size), addr});
+  if (f.bits) {
+    VregId v = b_.load(8, tmp, 0);
+    if (f.shift) v = b_.alu_imm(AluOp::Rsh, v, f.shift);
+    // Keep the low `bits` bits.
+    VregId hi = b_.alu_imm(AluOp::Lsh, v, 64 - f.bits);
+    return int_val(b_.alu_imm(AluOp::Rsh, hi, 64 - f.bits), t);
+  }
+  uint8_t width = t.is_pointer ? 8 : static_cast<uint8_t>(t.size);
+  return int_val(extend(b_.load(width, tmp, 0), width, t.is_signed), t);
+}
+
+// ---- memory ----
+// Evaluates an expression into dst + off as type `to`. Strings that a
+// helper writes (comm) go straight to their destination instead of through
+// a temporary and a copy.
+void Lowerer::store_expr(VregId dst, uint32_t off, ExprId id, const Type& to) {
+  const Expr& e = ast_.expr(id);
+  if (e.kind == ExprKind::Identifier && p_.builtin_of[id] == sema::Builtin::Comm && to.is_string() &&
+      to.size >= 16) {
+    lang::Loc saved = b_.loc();
+    b_.set_loc(e.loc);
+    VregId d = off == 0 ? dst : b_.alu_imm(AluOp::Add, dst, off);
+    b_.call(BPF_FUNC_get_current_comm, {d, b_.imm(16)});
+    if (to.mem_size() > 16) zero(dst, off + 16, to.mem_size() - 16);
+    b_.set_loc(saved);
+    return;
+  }
+  copy_to(dst, off, expr(id), to);
+}
+
+// Writes v, of type `from` (v.type), into dst + off as type `to`.
+void Lowerer::copy_to(VregId dst, uint32_t off, const Val& v, const Type& to) {
+  if (to.is_int()) {
+    if (v.constant && *v.constant >= INT32_MIN && *v.constant <= INT32_MAX) {
+      b_.store_imm(8, dst, static_cast<int32_t>(off), static_cast<int32_t>(*v.constant));
+    } else {
+      b_.store(8, dst, static_cast<int32_t>(off), materialize_int(v));
+    }
+    return;
+  }
+  if (to.is_string()) {
+    uint32_t cap = to.mem_size();
+    if (v.literal) {
+      // The literal bytes, a NUL, and zeros to the end of the slot.
+      std::string bytes = *v.literal;
+      bytes.resize(cap, '\0');
+      if (v.literal->size() >= to.size) bytes[to.size - 1] = '\0';
+      for (uint32_t i = 0; i < cap; i += 4) {
+        int32_t word;
+        std::memcpy(&word, bytes.data() + i, 4);
+        b_.store_imm(4, dst, static_cast<int32_t>(off + i), word);
+      }
+      return;
+    }
+    uint32_t n = std::min(v.type.mem_size(), cap);
+    copy_bytes(dst, off, v.reg, n);
+    if (n < cap) zero(dst, off + n, cap - n);
+    return;
+  }
+  if (to.kind == TypeKind::Array && v.literal) {
+    std::string bytes = *v.literal;
+    bytes.resize(to.mem_size(), '\0');
+    for (uint32_t i = 0; i < bytes.size(); i += 4) {
+      int32_t word;
+      std::memcpy(&word, bytes.data() + i, 4);
+      b_.store_imm(4, dst, static_cast<int32_t>(off + i), word);
+    }
+    return;
+  }
+  if (to.kind == TypeKind::Buffer && v.type.size < to.size) {
+    // A smaller buffer into a larger slot: its length and bytes, then zeros.
+    copy_bytes(dst, off, v.reg, v.type.mem_size());
+    zero(dst, off + v.type.mem_size(), to.mem_size() - v.type.mem_size());
+    return;
+  }
+  if (to.kind == TypeKind::Inet || to.kind == TypeKind::Stack || to.kind == TypeKind::Symbol ||
+      to.kind == TypeKind::Array || to.kind == TypeKind::Buffer || to.kind == TypeKind::MacAddr ||
+      to.kind == TypeKind::Timestamp || to.kind == TypeKind::Named) {
+    copy_bytes(dst, off, v.reg, to.mem_size());
+    return;
+  }
+  if (to.is_tuple()) {
+    if (v.type.is_tuple() && v.type == to) {
+      copy_bytes(dst, off, v.reg, to.mem_size());
+      return;
+    }
+    // Element-wise with widening (e.g. string[4] into string[16]); a
+    // record's fields go to the slot of the same name.
+    for (size_t i = 0; i < to.elems.size(); ++i)
+      copy_to(dst, off + to.offsets[i], tuple_elem(v, to.is_named_tuple() ? v.type.field_index(to.names[i]) : i),
+              to.elems[i]);
+    return;
+  }
+}
+
+// Element i of an addressed tuple: integers loaded, others by address.
+Val Lowerer::tuple_elem(const Val& tuple, size_t i) {
+  const Type& el = tuple.type.elems[i];
+  const int32_t off = static_cast<int32_t>(tuple.type.offsets[i]);
+  if (el.is_int()) return Val{.reg = b_.load(8, tuple.reg, off), .type = el};
+  return Val{.reg = off ? b_.alu_imm(AluOp::Add, tuple.reg, off) : tuple.reg, .type = el};
+}
+
+void Lowerer::copy_bytes(VregId dst, uint32_t off, VregId src, uint32_t n) {
+  if (n <= kInlineCopy) {
+    for (uint32_t i = 0; i < n; i += 8) {
+      VregId w = b_.load(8, src, static_cast<int32_t>(i));
+      b_.store(8, dst, static_cast<int32_t>(off + i), w);
+    }
+    return;
+  }
+  VregId d = off == 0 ? dst : b_.alu_imm(AluOp::Add, dst, off);
+  b_.call(BPF_FUNC_probe_read_kernel, {d, b_.imm(n), src});
+}
+
+void Lowerer::zero(VregId dst, uint32_t off, uint32_t n) {
+  zero_needed_ = std::max(zero_needed_, n);
+  if (n <= kInlineCopy) {
+    for (uint32_t i = 0; i < n; i += 8) b_.store_imm(8, dst, static_cast<int32_t>(off + i), 0);
+    return;
+  }
+  VregId zkey = b_.stack_addr(key_slot_);
+  b_.store_imm(4, zkey, 0, 0);
+  VregId zptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.zero), zkey});
+  BlockId ok = b_.new_block(), join = b_.new_block();
+  b_.branch_imm(ir::Cond::Eq, zptr, 0, join, ok);
+  b_.set_block(ok);
+  copy_bytes(dst, off, zptr, n);
+  b_.jump(join);
+  b_.set_block(join);
+}
+
+}  // namespace bpfscope::ir::detail
