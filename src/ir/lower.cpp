@@ -913,20 +913,18 @@ Val Lowerer::builtin(ExprId id, const Type& t) {
     case sema::Builtin::Arg: {
       int n = arg_number(ast_.expr(id).name);
       if (unit_.kind == sema::ProbeKind::Usdt) return usdt_arg(target().usdt_args[n], t);
-      if (unit_.kind == sema::ProbeKind::Uprobe || unit_.kind == sema::ProbeKind::Kprobe) {
-        // x86-64 calling convention, as offsets into struct pt_regs:
-        // di, si, dx, cx, r8, r9; further arguments are on the stack.
-        constexpr int kArgRegs[] = {112, 104, 96, 88, 72, 64};
-        if (n >= 6) return constant(0, t);
+      if (unit_.mechanism == sema::ProbeKind::Uprobe || unit_.mechanism == sema::ProbeKind::Kprobe) {
+        if (n >= static_cast<int>(std::size(kArgRegs))) return constant(0, t);
         return int_val(b_.load(8, ctx_, kArgRegs[n]), t);
       }
-      // A raw tracepoint's context is the array of its u64 arguments.
+      // A raw tracepoint's context (and fentry's, a kprobe's fallback) is the
+      // array of its u64 arguments.
       return int_val(b_.load(8, ctx_, n * 8), t);
     }
     case sema::Builtin::Retval: {
-      if (unit_.kind == sema::ProbeKind::Fexit) {
+      if (unit_.mechanism == sema::ProbeKind::Fexit) {
         // fexit's context: the arguments, then the return value.
-        auto params = sema::btf_args(*p_.btf, unit_.kind, target());
+        auto params = sema::btf_args(*p_.btf, unit_.mechanism, target());
         return int_val(b_.load(8, ctx_, static_cast<int32_t>(params ? params->size() * 8 : 0)), t);
       }
       return int_val(b_.load(8, ctx_, 80), t);  // pt_regs->ax
@@ -956,7 +954,10 @@ Val Lowerer::args_field(const Expr& e, const Type& t) {
     int index = 0;
     for (size_t k = 0; params && k < params->size(); ++k)
       if ((*params)[k].name == e.name) index = static_cast<int>(k);
-    VregId v = b_.load(8, ctx_, index * 8);
+    // fentry through its kprobe fallback: the argument registers (sema
+    // allows only the first six).
+    bool regs = unit_.mechanism == sema::ProbeKind::Kprobe || unit_.mechanism == sema::ProbeKind::Kretprobe;
+    VregId v = b_.load(8, ctx_, regs ? kArgRegs[index] : index * 8);
     return int_val(t.is_pointer ? v : extend(v, t.size, t.is_signed), t);
   }
   const auto& fmt = target().format;

@@ -46,6 +46,10 @@ struct Val {
 // ones are one bpf_probe_read_kernel call.
 constexpr uint32_t kInlineCopy = 64;
 
+// The x86-64 argument registers (di, si, dx, cx, r8, r9) as offsets into
+// struct pt_regs; further arguments are on the stack.
+constexpr int32_t kArgRegs[] = {112, 104, 96, 88, 72, 64};
+
 class Lowerer {
  public:
   Lowerer(const sema::TypedProgram& p, const Module& m, const LowerOptions& o, Function& f,

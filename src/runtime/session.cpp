@@ -298,15 +298,19 @@ class Session {
 
   int check_kinds() {
     for (const auto& u : p_.units) {
-      std::string why = unavailable_reason(u.kind);
-      if (u.kind == sema::ProbeKind::Fentry || u.kind == sema::ProbeKind::Fexit) {
+      const auto mech = u.mechanism;
+      std::string why = unavailable_reason(mech);
+      if (mech == sema::ProbeKind::Fentry || mech == sema::ProbeKind::Fexit) {
         // Ask the kernel: an empty program on the function, loaded as fentry.
-        const std::string& name = u.targets[0].name;
-        std::string refused = bpf::fentry_unavailable(name.substr(name.rfind(':') + 1),
-                                                      u.kind == sema::ProbeKind::Fexit);
+        std::string refused = bpf::fentry_unavailable(u.targets[0].func, mech == sema::ProbeKind::Fexit);
         if (!refused.empty()) why = refused;
       }
       if (why.empty()) continue;
+      // Neither kprobes nor fentry: say so for the one the probe names too.
+      bool kprobe = u.kind == sema::ProbeKind::Kprobe || u.kind == sema::ProbeKind::Kretprobe;
+      bool fentry = u.kind == sema::ProbeKind::Fentry || u.kind == sema::ProbeKind::Fexit;
+      if (kprobe) why += "; fentry, the fallback, is not possible here either";
+      if (fentry) why += "; kprobes, the fallback, are not available either";
       lang::Diagnostics d;
       std::vector<std::string> hints;
       std::string alt = alternative(u);
@@ -368,7 +372,7 @@ class Session {
       for (const auto& r : prog.relocs) prog.insns[r.insn].imm = map_fds_[r.map].get();
       const auto& unit = p_.units[m_.unit_of[i]];
       bpf::ProgramSpec spec;
-      spec.type = prog_type(unit.kind);
+      spec.type = prog_type(unit.mechanism);
       if (unit.kind == sema::ProbeKind::Iter) {
         spec.expected_attach_type = BPF_TRACE_ITER;
         spec.attach_btf_id = unit.targets[0].btf_id;
@@ -391,8 +395,8 @@ class Session {
           fds.push_back(std::move(*fd));
         }
         if (fds.size() != unit.targets.size()) fds.clear();  // raw_tp for all of them
-      } else if (unit.kind == sema::ProbeKind::Fentry || unit.kind == sema::ProbeKind::Fexit) {
-        const bpf_attach_type type = unit.kind == sema::ProbeKind::Fexit ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
+      } else if (unit.mechanism == sema::ProbeKind::Fentry || unit.mechanism == sema::ProbeKind::Fexit) {
+        const bpf_attach_type type = unit.mechanism == sema::ProbeKind::Fexit ? BPF_TRACE_FEXIT : BPF_TRACE_FENTRY;
         for (const auto& t : unit.targets) {
           if (t.btf_id == 0) return attach_error(t, fmt::format("function {} is not in the kernel's BTF", t.func));
           auto fd = load_btf_bound(spec, type, t.btf_id);
@@ -472,7 +476,7 @@ class Session {
       for (size_t j = 0; j < unit.targets.size(); ++j) {
         const auto& t = unit.targets[j];
         int fd = target_fds_[i].empty() ? prog_fds_[i].get() : target_fds_[i][j].get();
-        switch (unit.kind) {
+        switch (unit.mechanism) {
           case sema::ProbeKind::Begin:
           case sema::ProbeKind::End:
           case sema::ProbeKind::Iter: break;  // run by run_iterators()
@@ -528,11 +532,12 @@ class Session {
           case sema::ProbeKind::Kprobe:
           case sema::ProbeKind::Kretprobe: {
             // System-wide like tracepoints: -p/-c filter in the program.
-            bool ret = unit.kind == sema::ProbeKind::Kretprobe;
+            bool ret = unit.mechanism == sema::ProbeKind::Kretprobe;
             auto link = bpf::attach_kprobe(fd, t.func, 0, ret);
             if (!link) return attach_error(t, link.error().message);
             if (o_.verbose)
-              fmt::print(stderr, "{}: {} PMU perf_event + BPF link\n", t.name, ret ? "kretprobe" : "kprobe");
+              fmt::print(stderr, "{}: {} PMU perf_event + BPF link{}\n", t.name, ret ? "kretprobe" : "kprobe",
+                         unit.kind != unit.mechanism ? " (the kernel refuses fentry)" : "");
             links_.push_back(std::move(*link));
             break;
           }
@@ -542,12 +547,13 @@ class Session {
             auto link = bpf::attach_raw_tracepoint(fd, "");
             if (!link) return attach_error(t, link.error().message);
             if (o_.verbose)
-              fmt::print(stderr, "{}: {} (BTF id {}) + BPF link\n", t.name,
-                         unit.kind == sema::ProbeKind::Fexit ? "fexit" : "fentry", t.btf_id);
+              fmt::print(stderr, "{}: {} (BTF id {}) + BPF link{}\n", t.name,
+                         unit.mechanism == sema::ProbeKind::Fexit ? "fexit" : "fentry", t.btf_id,
+                         unit.kind != unit.mechanism ? " (no kprobes on this kernel)" : "");
             links_.push_back(std::move(*link));
             break;
           }
-          case sema::ProbeKind::Hardware: return attach_error(t, unavailable_reason(unit.kind));
+          case sema::ProbeKind::Hardware: return attach_error(t, unavailable_reason(unit.mechanism));
         }
       }
     }

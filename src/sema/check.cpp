@@ -702,7 +702,19 @@ Type Checker::expr(ExprId id) {
         bool user = false;
         for (const auto& p : *points_) {
           user = user || p.kind == ProbeKind::Uprobe || p.kind == ProbeKind::Usdt;
-          if (p.kind == ProbeKind::Kprobe) continue;  // pt_regs, as uprobes
+          if (p.kind == ProbeKind::Kprobe) {
+            // pt_regs, as uprobes; through the fentry fallback, the function's
+            // arguments, which must exist.
+            if (p.mechanism == ProbeKind::Fentry)
+              for (const auto& t : p.targets)
+                if (auto params = btf_args(*out_.btf, ProbeKind::Fentry, t);
+                    !params || static_cast<size_t>(arg_index(e.name)) >= params->size()) {
+                  error(e.loc, fmt::format("{} does not exist: {} has {} arguments (kprobes run as fentry here)",
+                                           e.name, t.func, params ? params->size() : 0));
+                  return set(id, Type::none());
+                }
+            continue;
+          }
           if (p.kind == ProbeKind::Usdt) {
             target_specific_ = true;  // each note has its own argument specs
             for (const auto& t : p.targets) {
@@ -1038,6 +1050,35 @@ using detail::Checker;
 
 namespace {
 
+// kprobe or fentry, by what this kernel allows: a kprobe falls back to
+// fentry (kretprobe to fexit) when kprobes are missing and the function has
+// a BTF prototype that the kernel accepts; fentry falls back to kprobes when
+// the kernel refuses it. When neither works the kind stays, and attaching
+// reports why.
+ProbeKind mechanism_of(ResolvedAttachPoint& point, const Options& options, const bpf::Btf& btf) {
+  using K = ProbeKind;
+  const K kind = point.kind;
+  if (kind != K::Kprobe && kind != K::Kretprobe && kind != K::Fentry && kind != K::Fexit) return kind;
+  const bool ret = kind == K::Kretprobe || kind == K::Fexit;
+  auto kprobes = [&] { return options.kprobes >= 0 ? options.kprobes == 1 : bpf::has_kprobe_support(); };
+  // fentry needs every target's function in BTF (no wildcards), and the
+  // kernel's consent, asked with an empty program on the first function.
+  auto fentry = [&] {
+    for (auto& t : point.targets) {
+      if (t.btf_id == 0) t.btf_id = btf.find_func(t.func).value_or(0);
+      if (t.btf_id == 0) return false;
+    }
+    if (options.fentry >= 0) return options.fentry == 1;
+    return bpf::fentry_unavailable(point.targets[0].func, ret).empty();
+  };
+  if (kind == K::Kprobe || kind == K::Kretprobe) {
+    if (kprobes()) return kind;
+    return fentry() ? (ret ? K::Fexit : K::Fentry) : kind;
+  }
+  if (fentry()) return kind;
+  return kprobes() ? (ret ? K::Kretprobe : K::Kprobe) : kind;
+}
+
 std::string unit_name(const std::string& target) {
   std::string n;
   for (char c : target) n += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
@@ -1107,6 +1148,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         for (auto& t : point.targets) t.btf_id = out.btf->tracepoint_btf_id(t.format.event).value_or(0);
       else if (point.kind == ProbeKind::Fentry || point.kind == ProbeKind::Fexit)
         for (auto& t : point.targets) t.btf_id = out.btf->find_func(t.func).value_or(0);
+  for (auto& points : resolved)
+    for (auto& point : points) point.mechanism = mechanism_of(point, options, *out.btf);
   if (program.probes.empty()) {
     diags.error_unlocated("No probes to attach");
     return std::nullopt;
@@ -1175,7 +1218,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         out.only_begin_end = false;
       if (point.kind == ProbeKind::End) out.has_end = true;
       auto existing = std::find_if(out.units.begin(), out.units.end(), [&](const ProgramUnit& u) {
-        return u.probe_index == i && u.kind == point.kind && !target_specific[i];
+        return u.probe_index == i && u.kind == point.kind && u.mechanism == point.mechanism && !target_specific[i];
       });
       for (auto& t : point.targets) {
         if (existing != out.units.end() && !target_specific[i] && point.kind != ProbeKind::Interval &&
@@ -1186,6 +1229,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         ProgramUnit u;
         u.probe_index = i;
         u.kind = point.kind;
+        u.mechanism = point.mechanism;
         u.name = unit_name(t.name);
         u.targets.push_back(std::move(t));
         out.units.push_back(std::move(u));

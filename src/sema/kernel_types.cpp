@@ -134,6 +134,14 @@ Type Checker::args_field(const Expr& e) {
             error(e.loc, fmt::format("Can't find argument '{}' of function {} in the kernel's BTF", e.name, t.func));
           return Type::none();
         }
+        // fentry through its kprobe fallback reads the argument registers.
+        if ((point.mechanism == ProbeKind::Kprobe || point.mechanism == ProbeKind::Kretprobe) &&
+            param - params->data() >= 6) {
+          error(e.loc, fmt::format("argument '{}' of {} is passed on the stack, which the kprobe this fentry "
+                                   "probe runs as here cannot read",
+                                   e.name, t.func));
+          return Type::none();
+        }
         auto ft = btf_value_type(param->type_id);
         if (!ft || ft->is_string() || ft->is_record()) {
           error(e.loc, fmt::format("argument '{}' has a type bpfscope cannot read yet: {}", e.name,

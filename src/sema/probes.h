@@ -15,6 +15,7 @@ namespace bpfscope::sema {
 struct ResolvedAttachPoint {
   ProbeKind kind;
   std::vector<AttachTarget> targets;
+  ProbeKind mechanism = kind;  // see ProgramUnit::mechanism
 };
 
 // Resolves one attach point as written. Reports errors (unknown provider,

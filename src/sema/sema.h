@@ -61,6 +61,10 @@ struct AttachTarget {
 struct ProgramUnit {
   uint32_t probe_index = 0;  // into ast.probes
   ProbeKind kind = ProbeKind::Begin;
+  // How it attaches: `kind`, except that a kprobe runs as fentry (kretprobe
+  // as fexit) on a kernel without kprobes, and the reverse (DESIGN.md,
+  // attach strategy). The context layout follows the mechanism.
+  ProbeKind mechanism = ProbeKind::Begin;
   std::vector<AttachTarget> targets;
   std::string name;          // program name for the kernel (truncated to 15)
 };
@@ -192,6 +196,10 @@ struct Options {
   bool unsafe = false;   // --unsafe: system() and signal() are allowed
   int target_pid = -1;   // -p: usdt:* searches the files this process maps
   std::map<std::string, std::optional<std::string>> named_args;  // getopt(): --name[=value] after --
+  // What the kernel allows, for choosing between kprobe and fentry: -1 asks
+  // the kernel; 0 or 1 fixes the answer (tests).
+  int kprobes = -1;
+  int fentry = -1;
 };
 
 // Returns nullopt when errors were reported to diags.

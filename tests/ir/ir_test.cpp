@@ -160,6 +160,51 @@ TEST(Ir, KprobeAndFexitContextReads) {
   EXPECT_TRUE(loads_ctx_at(f, 24)) << f.text;
 }
 
+// A kernel without kprobes runs kprobes as fentry (kretprobe as fexit), and
+// one that refuses fentry runs fentry as kprobes: the context layout follows.
+TEST(Ir, KprobeAndFentryFallBackToEachOther) {
+  auto loads_ctx_at = [](const Lowered& l, int32_t off) {
+    for (const auto& b : l.module.functions.at(0).blocks)
+      for (const auto& i : b.insts)
+        if (i.op == Opcode::Load && i.off == off) return true;
+    return false;
+  };
+  sema::Options no_kprobes;
+  no_kprobes.kprobes = 0;
+  no_kprobes.fentry = 1;
+  // tcp_sendmsg(struct sock *sk, struct msghdr *msg, size_t size)
+  auto k = lower_text("kprobe:tcp_sendmsg { @s = arg2; }", {}, no_kprobes);
+  ASSERT_TRUE(k.typed.has_value());
+  EXPECT_EQ(k.typed->units.at(0).mechanism, sema::ProbeKind::Fentry);
+  EXPECT_TRUE(loads_ctx_at(k, 16)) << k.text;   // the third u64 argument
+  EXPECT_FALSE(loads_ctx_at(k, 96)) << k.text;  // not pt_regs->dx
+  auto kr = lower_text("kretprobe:tcp_sendmsg { @r = retval; }", {}, no_kprobes);
+  ASSERT_TRUE(kr.typed.has_value());
+  EXPECT_EQ(kr.typed->units.at(0).mechanism, sema::ProbeKind::Fexit);
+  EXPECT_TRUE(loads_ctx_at(kr, 24)) << kr.text;  // after the three arguments
+
+  sema::Options no_fentry;
+  no_fentry.kprobes = 1;
+  no_fentry.fentry = 0;
+  auto f = lower_text("fentry:tcp_sendmsg { @s = args.size; }", {}, no_fentry);
+  ASSERT_TRUE(f.typed.has_value());
+  EXPECT_EQ(f.typed->units.at(0).mechanism, sema::ProbeKind::Kprobe);
+  EXPECT_TRUE(loads_ctx_at(f, 96)) << f.text;  // pt_regs->dx
+  auto fx = lower_text("fexit:tcp_sendmsg { @r = retval; }", {}, no_fentry);
+  ASSERT_TRUE(fx.typed.has_value());
+  EXPECT_EQ(fx.typed->units.at(0).mechanism, sema::ProbeKind::Kretprobe);
+  EXPECT_TRUE(loads_ctx_at(fx, 80)) << fx.text;  // pt_regs->ax
+
+  // Both allowed: each probe keeps its own mechanism.
+  sema::Options both;
+  both.kprobes = 1;
+  both.fentry = 1;
+  auto kb = lower_text("kprobe:tcp_sendmsg { @s = arg2; } fentry:tcp_sendmsg { @t = args.size; }", {}, both);
+  ASSERT_TRUE(kb.typed.has_value());
+  EXPECT_EQ(kb.typed->units.at(0).mechanism, sema::ProbeKind::Kprobe);
+  EXPECT_EQ(kb.typed->units.at(1).mechanism, sema::ProbeKind::Fentry);
+}
+
 TEST(Ir, CountIsAnAtomicAdd) {
   auto l = lower_text("BEGIN { @c = count(); }");
   ASSERT_TRUE(l.typed.has_value());

@@ -22,7 +22,8 @@ struct Lowered {
 
 // Fails the current test (and returns what it has) when parsing or checking
 // reports errors.
-inline Lowered lower_text(const std::string& text, const LowerOptions& options = {}) {
+inline Lowered lower_text(const std::string& text, const LowerOptions& options = {},
+                          const sema::Options& sema_options = {}) {
   Lowered out;
   lang::Source src("stdin", text);
   lang::Diagnostics diags;
@@ -30,7 +31,7 @@ inline Lowered lower_text(const std::string& text, const LowerOptions& options =
   EXPECT_TRUE(parsed.has_value()) << diags.render(src);
   if (!parsed) return out;
   out.ast = std::make_unique<lang::Program>(std::move(*parsed));
-  out.typed = sema::analyse(*out.ast, sema::Options{}, diags);
+  out.typed = sema::analyse(*out.ast, sema_options, diags);
   EXPECT_TRUE(out.typed.has_value()) << diags.render(src);
   if (!out.typed) return out;
   out.module = lower(*out.typed, options);

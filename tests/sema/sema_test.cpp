@@ -403,6 +403,29 @@ TEST(Sema, GetoptOptions) {
             std::string::npos);
 }
 
+// Through the fentry fallback a kprobe's argN must exist; through the kprobe
+// fallback an fentry argument must be in a register.
+TEST(Sema, KprobeFentryFallbackErrors) {
+  Options no_kprobes;
+  no_kprobes.kprobes = 0;
+  no_kprobes.fentry = 1;
+  EXPECT_NE(analyse_text("kprobe:tcp_sendmsg { @a = arg3; }", no_kprobes)
+                .diags.find("arg3 does not exist: tcp_sendmsg has 3 arguments (kprobes run as fentry here)"),
+            std::string::npos);
+  EXPECT_TRUE(analyse_text("kprobe:tcp_sendmsg { @a = arg2; }", no_kprobes).typed.has_value());
+  Options no_fentry;
+  no_fentry.kprobes = 1;
+  no_fentry.fentry = 0;
+  EXPECT_TRUE(analyse_text("fentry:do_mmap { @a = args.vm_flags; }", no_fentry).typed.has_value());
+  EXPECT_NE(analyse_text("fentry:do_mmap { @a = args.pgoff; }", no_fentry)
+                .diags.find("argument 'pgoff' of do_mmap is passed on the stack"),
+            std::string::npos);
+  // No BTF for a wildcard: the kprobe stays a kprobe (and fails at attach).
+  auto wild = analyse_text("kprobe:tcp_send* { @a = arg3; }", no_kprobes);
+  ASSERT_TRUE(wild.typed.has_value()) << wild.diags;
+  EXPECT_EQ(wild.typed->units.at(0).mechanism, ProbeKind::Kprobe);
+}
+
 TEST(Sema, UnsafeFunctions) {
   auto analyse_unsafe = [](const std::string& text) {
     Options options;
