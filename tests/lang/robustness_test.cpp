@@ -34,6 +34,10 @@ const std::vector<std::string> kPrograms = {
     "BEGIN { $s = \"a\\tb\\\"\\\\\\x41\\101\"; printf(\"%s %d\\n\", $s, strlen($s)); }",
     "BEGIN { { { $x = 1; } } ; ; _ = f(); @m[(1, 2)] = (3, 4); }",
     "tracepoint:syscalls:sys_exit_read /retval > 0/ { @bytes = sum(retval); } END { clear(@bytes); }",
+    "macro add($a, @m, e) { $a += e; @m[$a] = 1; $a } macro one { 1 } BEGIN { $x = 0; $y = add($x, @m, one + 2); }",
+    "let @m = lruhash(4); BEGIN { $r = (a=1, b=\"x\"); @m[$r.a] = $r; if $r.a == 1 { for $kv : @m { print($kv.1.b); } } }",
+    "union U { int a; char b[4]; }; enum E { A = 1, B = A << 2 }; struct S { struct S *n; unsigned int f:3; } "
+    "__attribute__((packed)); BEGIN { $p = (struct S *)0; @ = *(&$p->n) + $p[2].f + B; }",
 };
 
 // Parses text and checks that it returns in bounded time with a consistent result.
