@@ -2,7 +2,7 @@
 # bpfscope vs bpftrace benchmarks, same run, interleaved rounds.
 # usage: bench/run.sh [--quick]
 #   env BPFSCOPE (default: build/bpfscope), BPFTRACE (default: /usr/bin/bpftrace)
-# Needs root. Full mode takes about 1.5 minutes, --quick under half a minute.
+# Needs root. Full mode takes about 70 s, --quick under half a minute.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
