@@ -90,6 +90,7 @@ struct SupportMaps {
   uint32_t kstacks;   // stack traces for kstack (BPF_MAP_TYPE_STACK_TRACE)
   uint32_t ustacks;   // and for ustack
   uint32_t failed;    // per-CPU counts of failed updates, one slot per script map (a full map)
+  uint32_t build_id_stacks;  // ustack(build_id): (build id, file offset) frames (BPF_F_STACK_BUILD_ID)
 };
 
 // A helper call whose failure is reported at run time: a failed map update
@@ -118,10 +119,14 @@ struct Module {
 
 // How to create map `id` (the script's maps, then the support maps), in id
 // order: the single table the runtime and the load tests create maps from.
+// Bytes of one frame in a BPF_F_STACK_BUILD_ID stack map (struct bpf_stack_build_id).
+constexpr uint32_t kBuildIdFrameSize = 32;
+
 struct MapSpec {
   bpf_map_type type;
   std::string name;
   uint32_t key_size = 0, value_size = 0, max_entries = 0;
+  uint32_t flags = 0;
 };
 
 std::vector<MapSpec> map_specs(const sema::TypedProgram& program, const Module& module, uint32_t ringbuf_bytes);

@@ -1031,7 +1031,9 @@ Val Lowerer::usdt_arg(const sema::UsdtArg& a, const Type& t) {
 // A stack as [stack id][pid]: the frames stay in the stack map and user
 // space symbolizes them when it prints.
 Val Lowerer::stack_val(const Type& t) {
-  VregId map = b_.map_fd(t.user ? m_.support.ustacks : m_.support.kstacks);
+  VregId map = b_.map_fd(t.stack_mode == sema::StackMode::BuildId ? m_.support.build_id_stacks
+                         : t.user                                 ? m_.support.ustacks
+                                                                  : m_.support.kstacks);
   VregId id = checked_call(BPF_FUNC_get_stackid, {ctx_, map, b_.imm(t.user ? BPF_F_USER_STACK : 0)});
   uint32_t off = alloc(16);
   VregId rec = scratch_ptr(off);
@@ -1073,7 +1075,7 @@ Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   Module m;
   uint32_t n = static_cast<uint32_t>(p.maps.size());
   m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4,
-               .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7};
+               .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7, .build_id_stacks = n + 8};
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;

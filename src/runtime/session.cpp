@@ -350,11 +350,12 @@ class Session {
   int create_maps() {
     uint32_t ringbuf = o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf;
     for (const auto& spec : ir::map_specs(p_, m_, ringbuf)) {
-      auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries);
+      auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
       if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", spec.name, fd.error().message));
       map_fds_.push_back(std::move(*fd));
     }
-    symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get());
+    symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get(),
+                                               map_fds_[m_.support.build_id_stacks].get());
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats);
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
     if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));

@@ -15,6 +15,7 @@ namespace bpfscope::runtime {
 
 std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const {
   if (id < 0) return "\n";  // the kernel could not take the stack (bpf_get_stackid failed)
+  if (mode == sema::StackMode::BuildId) return build_id_stack(id, limit);
   uint64_t frames[ir::kMaxStackFrames] = {};
   uint32_t key = static_cast<uint32_t>(id);
   if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return "\n";
@@ -91,6 +92,32 @@ std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset
     return with_offset ? (*elf)->name_at_with_offset(*vaddr) : *(*elf)->name_at(*vaddr);
   }
   return symbols::hex_address(addr);
+}
+
+// ustack(build_id): a frame whose file had a build id prints as the id in
+// hex and the offset in the file; the others as their address.
+std::string Symbolizer::build_id_stack(int64_t id, uint32_t limit) const {
+  struct Frame {  // struct bpf_stack_build_id
+    int32_t status;
+    uint8_t build_id[20];
+    uint64_t offset_or_ip;
+  };
+  static_assert(sizeof(Frame) == ir::kBuildIdFrameSize);
+  std::vector<Frame> frames(ir::kMaxStackFrames);
+  uint32_t key = static_cast<uint32_t>(id);
+  if (bpf_map_lookup_elem(build_id_fd_, &key, frames.data()) != 0) return "\n";
+  std::string out = "\n";
+  for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit; ++i) {
+    const Frame& f = frames[i];
+    if (f.status == BPF_STACK_BUILD_ID_EMPTY) break;
+    if (f.status == BPF_STACK_BUILD_ID_VALID) {
+      for (uint8_t b : f.build_id) out += fmt::format("{:02x}", b);
+      out += fmt::format(" 0x{:02x}\n", f.offset_or_ip);
+    } else {
+      out += fmt::format("{:x}\n", f.offset_or_ip);
+    }
+  }
+  return out;
 }
 
 }  // namespace bpfscope::runtime

@@ -14,7 +14,8 @@ namespace bpfscope::runtime {
 
 class Symbolizer : public Resolver {
  public:
-  Symbolizer(int kstack_fd, int ustack_fd) : kstack_fd_(kstack_fd), ustack_fd_(ustack_fd) {}
+  Symbolizer(int kstack_fd, int ustack_fd, int build_id_fd)
+      : kstack_fd_(kstack_fd), ustack_fd_(ustack_fd), build_id_fd_(build_id_fd) {}
 
   std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override;
   std::string symbol(bool user, uint64_t addr, uint32_t pid) const override;
@@ -32,7 +33,9 @@ class Symbolizer : public Resolver {
   const std::vector<Mapping>& maps_of(uint32_t pid) const;
   std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path = nullptr) const;
 
-  int kstack_fd_, ustack_fd_;
+  std::string build_id_stack(int64_t id, uint32_t limit) const;
+
+  int kstack_fd_, ustack_fd_, build_id_fd_;
   symbols::KernelSymbols kernel_;
   mutable std::map<uint32_t, std::vector<Mapping>> maps_;  // by pid, read once (or refreshed)
 };

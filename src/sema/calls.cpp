@@ -324,14 +324,17 @@ Type Checker::call(ExprId id) {
         const Expr& m = ast_.expr(e.args[0]);
         if (m.name == "perf") mode = StackMode::Perf;
         else if (m.name == "raw") mode = StackMode::Raw;
-        else if (m.name != "bpftrace") {
-          error(m.loc, m.name == "build_id" ? "stack mode build_id is not supported: use perf or raw"
-                                            : "the stack mode must be bpftrace, perf or raw");
+        else if (m.name == "build_id" && user) mode = StackMode::BuildId;
+        else if (m.name == "build_id") {
+          error(m.loc, "'build_id' stack mode can only be used for ustack");
+          return Type::none();
+        } else if (m.name != "bpftrace") {
+          error(m.loc, "the stack mode must be bpftrace, perf, raw or build_id");
           return Type::none();
         }
         next = 1;
       } else if (e.args.size() == 2) {
-        error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf or raw");
+        error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf, raw or build_id");
         return Type::none();
       }
       int64_t frames = 127;
@@ -343,7 +346,7 @@ Type Checker::call(ExprId id) {
         }
         frames = *limit;
       }
-      (user ? out_.uses_ustack : out_.uses_kstack) = true;
+      (mode == StackMode::BuildId ? out_.uses_build_id_stack : user ? out_.uses_ustack : out_.uses_kstack) = true;
       return Type::stack(user, static_cast<uint32_t>(frames), mode);
     }
     case Function::Bswap: {

@@ -178,6 +178,7 @@ struct TypedProgram {
   bool unsafe = false;          // --unsafe was given
   bool has_child = false;               // -c: cpid is defined
   bool uses_kstack = false, uses_ustack = false;  // stack maps are needed
+  bool uses_build_id_stack = false;              // ustack(build_id)
   bool has_end = false;
   bool only_begin_end = true;  // auto-exit after BEGIN (0.24)
   // Output actions (printf, print, time) sent from probes other than

@@ -36,9 +36,9 @@ enum class TypeKind {
 // The table a Named value is printed from.
 enum class NameTable : uint8_t { Errno, Syscall, Signal, CgroupPath };
 
-// How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, or
-// bare addresses.
-enum class StackMode : uint8_t { Bpftrace, Perf, Raw };
+// How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, bare
+// addresses, or (user stacks) each frame's ELF build id and file offset.
+enum class StackMode : uint8_t { Bpftrace, Perf, Raw, BuildId };
 
 // Where a pointer-valued integer points, which decides the probe_read helper.
 enum class AddrSpace { None, Kernel, User };

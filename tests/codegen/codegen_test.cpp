@@ -106,7 +106,7 @@ std::string load_all(Compiled& c) {
   const auto& m = c.module;
   std::vector<bpf::Fd> fds;
   for (const auto& spec : ir::map_specs(*c.typed, m, 4096 * 64)) {
-    auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries);
+    auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
     if (!fd) return "create_map " + spec.name + ": " + fd.error().message;
     fds.push_back(std::move(*fd));
   }
