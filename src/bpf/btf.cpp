@@ -695,6 +695,14 @@ std::optional<uint32_t> Btf::enum_of(std::string_view name) const {
   return it->second.first;
 }
 
+std::optional<uint32_t> Btf::find_var(std::string_view name) const {
+  State& s = state();
+  if (!s.t.ok() || name.empty()) return std::nullopt;
+  int id = s.t.find(name, BTF_KIND_VAR);
+  if (id <= 0) return std::nullopt;
+  return static_cast<uint32_t>(id);
+}
+
 std::optional<uint32_t> Btf::find_func(std::string_view name) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;

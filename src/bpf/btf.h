@@ -132,6 +132,8 @@ class Btf {
   std::optional<int64_t> enum_value(std::string_view name) const;
   // The enum type declaring an enumerator.
   std::optional<uint32_t> enum_of(std::string_view name) const;
+  // A kernel variable's BTF_KIND_VAR id (per-CPU variables: percpu_kaddr).
+  std::optional<uint32_t> find_var(std::string_view name) const;
   // A BTF_KIND_FUNC id (for fentry/fexit attach_btf_id).
   std::optional<uint32_t> find_func(std::string_view name) const;
   // A function's parameters (from its FUNC id), with names.

@@ -84,6 +84,12 @@ VregId Builder::map_value(uint32_t map, int32_t off) {
   return d;
 }
 
+VregId Builder::kernel_var(uint32_t btf_id) {
+  VregId d = vreg();
+  emit({.op = Opcode::KernelVar, .dst = d, .imm = btf_id});
+  return d;
+}
+
 VregId Builder::stack_addr(int32_t off) {
   VregId d = vreg();
   emit({.op = Opcode::StackAddr, .dst = d, .off = off});

@@ -50,6 +50,7 @@ class Builder {
   VregId stack_addr(int32_t off);
   VregId param(int index);         // R(1 + index) at entry
   VregId func_addr(uint32_t subprogram);
+  VregId kernel_var(uint32_t btf_id);
   VregId call(int helper, std::vector<VregId> args);
   VregId call_kfunc(uint32_t btf_id, std::vector<VregId> args);
 

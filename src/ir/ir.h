@@ -35,6 +35,7 @@ enum class Opcode {
   StackAddr,  // dst = fp + off (off negative; a stack object reserved by the function)
   Param,      // dst = argument register R(1 + imm) at entry; only at the start of block 0 of a subprogram
   FuncAddr,   // dst = address of subprogram `imm` (a ld_imm64 with BPF_PSEUDO_FUNC), for callback helpers
+  KernelVar,  // dst = address of the kernel variable with vmlinux BTF id `imm` (ld_imm64 BPF_PSEUDO_BTF_ID)
   Call,       // dst = helper `imm`(args...); clobbers R0-R5. With off = BPF_PSEUDO_KFUNC_CALL,
               // imm is the vmlinux BTF id of a kfunc instead
   // Terminators: the last instruction of each block, and only there.

@@ -285,7 +285,13 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
       if (site->value >= INT32_MIN && site->value <= INT32_MAX) return int_val(b_.alu_imm(AluOp::Add, ip, site->value), t);
       return int_val(b_.alu(AluOp::Add, ip, b_.imm(site->value)), t);
     }
-    case sema::Function::PercpuKaddr:
+    case sema::Function::PercpuKaddr: {
+      // The per-CPU variable's address, then bpf_this_cpu_ptr or
+      // bpf_per_cpu_ptr (NULL for a CPU that does not exist).
+      VregId var = b_.kernel_var(static_cast<uint32_t>(p_.const_of[id].value_or(0)));
+      if (e.args.size() == 1) return int_val(b_.call(BPF_FUNC_this_cpu_ptr, {var}), t);
+      return int_val(b_.call(BPF_FUNC_per_cpu_ptr, {var, materialize_int(expr(e.args[1]))}), t);
+    }
     case sema::Function::Path:
     case sema::Function::Override: std::unreachable();  // sema rejects them
     case sema::Function::Str: {

@@ -41,6 +41,7 @@ std::string print_inst(const Inst& i) {
     case Opcode::StackAddr: return fmt::format("{} = fp {:+}", v(i.dst), i.off);
     case Opcode::Param: return fmt::format("{} = param {}", v(i.dst), i.imm);
     case Opcode::FuncAddr: return fmt::format("{} = &subprogram {}", v(i.dst), i.imm);
+    case Opcode::KernelVar: return fmt::format("{} = &kernel var (BTF id {})", v(i.dst), i.imm);
     case Opcode::Call: {
       std::string args;
       for (size_t k = 0; k < i.args.size(); ++k) args += (k ? ", " : "") + v(i.args[k]);

@@ -509,10 +509,35 @@ Type Checker::call(ExprId id) {
       return t;
     }
     case Function::Uaddr: return uaddr_call(id);
-    case Function::PercpuKaddr:
-      for (ExprId a : e.args) expr(a);
-      error(e.loc, fmt::format("{}() is not supported by bpfscope yet", e.name));
-      return Type::none();
+    case Function::PercpuKaddr: {
+      // percpu_kaddr("sym"[, cpu]): this CPU's (or that CPU's) instance of a
+      // per-CPU kernel variable, found in the kernel's BTF.
+      const Expr& a = ast_.expr(e.args[0]);
+      expr(e.args[0]);
+      if (a.kind != ExprKind::String) {
+        error(e.loc, fmt::format("percpu_kaddr() expects a string literal ({} provided)", provided(e.args[0])));
+        return Type::none();
+      }
+      if (e.args.size() == 2 && !expr(e.args[1]).is_int()) {
+        error(ast_.expr(e.args[1]).loc, "percpu_kaddr(): the CPU must be an integer");
+        return Type::none();
+      }
+      auto var = out_.btf->find_var(a.sval);
+      if (!var) {
+        error(e.loc, fmt::format("Could not resolve variable \"{}\" from BTF", a.sval));
+        return Type::none();
+      }
+      // The verifier takes the variable's address from kallsyms, which lists
+      // data symbols only with CONFIG_KALLSYMS_ALL.
+      if (!symbols::kernel_symbol_address(a.sval)) {
+        error(e.loc, fmt::format("percpu_kaddr(\"{}\"): /proc/kallsyms does not list the variable (this kernel is "
+                                 "built without CONFIG_KALLSYMS_ALL), so BPF programs cannot take its address",
+                                 a.sval));
+        return Type::none();
+      }
+      out_.const_of[id] = *var;
+      return Type::integer(8, false);
+    }
     case Function::Path:
       for (ExprId a : e.args) expr(a);
       error(e.loc, "path() needs the bpf_d_path helper, which the kernel allows only in fentry/fexit and LSM "

@@ -934,7 +934,8 @@ Type Checker::expr(ExprId id) {
       if (t.kind == TypeKind::Array && to->kind == TypeKind::Int && t.size * t.elems[0].size == to->size)
         return set(id, *to);
       if (!t.is_int()) {
-        error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
+        // An operand that already failed was reported there.
+        if (t.kind != TypeKind::None) error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
         return set(id, Type::none());
       }
       // A cast keeps the address space a pointer came from (user memory

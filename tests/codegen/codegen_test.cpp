@@ -11,6 +11,7 @@
 
 #include "bpf/bpf.h"
 #include "bpf/codegen/codegen.h"
+#include "ir/builder.h"
 #include "ir/ir.h"
 #include "lang/lang.h"
 #include "sema/sema.h"
@@ -284,6 +285,30 @@ TEST(Codegen, CountHotPathHasNoSpills) {
     bool fp = (BPF_CLASS(i.code) == BPF_STX && i.dst_reg == 10) || (BPF_CLASS(i.code) == BPF_LDX && i.src_reg == 10);
     EXPECT_FALSE(mem && fp && BPF_SIZE(i.code) == BPF_DW) << "insn " << pc << "\n" << disassemble(p);
   }
+}
+
+// A kernel variable's address (percpu_kaddr) is a ld_imm64 with
+// BPF_PSEUDO_BTF_ID and the variable's vmlinux BTF id, re-created where used.
+TEST(Codegen, KernelVarIsAPseudoBtfIdLoad) {
+  ir::Function f;
+  f.name = "kvar";
+  ir::Builder b(f);
+  ir::VregId var = b.kernel_var(1234);
+  ir::VregId p = b.call(BPF_FUNC_this_cpu_ptr, {var});
+  b.call(BPF_FUNC_this_cpu_ptr, {var});
+  (void)p;
+  b.ret(0);
+  auto prog = compile(f);
+  ASSERT_TRUE(prog.has_value()) << prog.error();
+  int loads = 0;
+  for (const auto& i : prog->insns)
+    if (is_ld_imm64(i) && i.src_reg == BPF_PSEUDO_BTF_ID) {
+      ++loads;
+      EXPECT_EQ(i.imm, 1234);
+      EXPECT_EQ(i.dst_reg, BPF_REG_1);  // straight into the helper's argument
+    }
+  EXPECT_EQ(loads, 2) << disassemble(*prog);
+  EXPECT_NE(disassemble(*prog).find("&kernel var (BTF id 1234)"), std::string::npos) << disassemble(*prog);
 }
 
 TEST(Codegen, DisassembleEndsWithExit) {

@@ -49,7 +49,7 @@ struct Liveness {
 struct Allocation {
   std::vector<int8_t> reg;    // by vreg: 6-9, or -1 when spilled, rematerialized or dead
   std::vector<int16_t> slot;  // by vreg: fp offset of the spill slot, when spilled
-  // By vreg: a constant defined once (Imm, MapFd, MapValue, StackAddr) is
+  // By vreg: a constant defined once (Imm, MapFd, MapValue, StackAddr, FuncAddr, KernelVar) is
   // not kept in a register; each use re-creates it where it is needed
   // (straight into a call's argument register, say).
   std::vector<bool> remat;

@@ -95,6 +95,7 @@ std::string disassemble(const Program& p) {
             if (r.insn == k) what = fmt::format("map[{}]", r.map);
           if (i.src_reg == BPF_PSEUDO_MAP_VALUE) what = fmt::format("&{} value {:+}", what, p.insns[k + 1].imm);
           if (i.src_reg == BPF_PSEUDO_FUNC) what = fmt::format("&func <{}>", static_cast<int64_t>(k) + 1 + i.imm);
+          if (i.src_reg == BPF_PSEUDO_BTF_ID) what = fmt::format("&kernel var (BTF id {})", i.imm);
           text = fmt::format("r{} = {} ll", i.dst_reg, what);
           out += fmt::format("{:4}: {}\n", k, text);
           ++k;

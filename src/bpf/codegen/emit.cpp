@@ -136,6 +136,7 @@ class Emitter {
         put(insn(BPF_ALU64 | BPF_ADD | BPF_K, r, 0, 0, def.off));
         return;
       case ir::Opcode::FuncAddr: func_addr(r, def); return;
+      case ir::Opcode::KernelVar: ld_imm64(r, static_cast<uint32_t>(def.imm), BPF_PSEUDO_BTF_ID); return;
       default: std::unreachable();
     }
   }
@@ -202,9 +203,10 @@ class Emitter {
     switch (i.op) {
       case ir::Opcode::Ctx: write_back(i.dst, R1); return "";
       case ir::Opcode::Param: write_back(i.dst, static_cast<uint8_t>(R1 + i.imm)); return "";
-      case ir::Opcode::FuncAddr: {
+      case ir::Opcode::FuncAddr:
+      case ir::Opcode::KernelVar: {
         uint8_t d = target(i.dst);
-        func_addr(d, i);
+        materialize(d, i);
         write_back(i.dst, d);
         return "";
       }

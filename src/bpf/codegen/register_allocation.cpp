@@ -104,7 +104,7 @@ std::expected<Allocation, std::string> allocate_registers(const ir::Function& f,
     a.dead[v] = defs[v] > 0 && uses[v] == 0;
     a.remat[v] = defs[v] == 1 && !a.dead[v] &&
                  (op == ir::Opcode::Imm || op == ir::Opcode::MapFd || op == ir::Opcode::MapValue ||
-                  op == ir::Opcode::StackAddr || op == ir::Opcode::FuncAddr);
+                  op == ir::Opcode::StackAddr || op == ir::Opcode::FuncAddr || op == ir::Opcode::KernelVar);
   }
   std::vector<Interval> order;
   for (const auto& i : iv)
