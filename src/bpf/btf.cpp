@@ -810,11 +810,50 @@ std::optional<std::vector<BtfParam>> Btf::tracepoint_args(std::string_view event
   return args;
 }
 
+namespace {
+
+// The event class an event was declared with (DEFINE_EVENT): among the
+// classes whose trace_event_raw_event_<class>(void *, args...) takes the
+// event's argument types (its btf_trace_<event> prototype), the only one,
+// or else the only one whose name and the event's extend each other
+// (block_rq for block_rq_issue, sched_wakeup_template for sched_wakeup) and
+// that is not itself an event.
+// nullopt when that leaves none or several: a guessed layout would read
+// wrong fields.
+std::optional<uint32_t> event_class_struct(const Btf& btf, std::string_view event) {
+  auto args = btf.tracepoint_args(event);
+  if (!args) return std::nullopt;
+  std::vector<std::pair<std::string, uint32_t>> classes;
+  for (const auto& [fn, id] : btf.funcs_matching("trace_event_raw_event_*")) {
+    auto params = btf.func_params(id);
+    if (!params || params->size() != args->size() + 1) continue;
+    bool same = true;
+    for (size_t i = 0; i < args->size() && same; ++i)
+      same = btf.resolve((*params)[i + 1].type_id) == btf.resolve((*args)[i].type_id);
+    std::string cls = fn.substr(std::string_view("trace_event_raw_event_").size());
+    if (auto sid = same ? btf.find_struct("trace_event_raw_" + cls) : std::nullopt) classes.emplace_back(cls, *sid);
+  }
+  if (classes.size() == 1) return classes[0].second;
+  std::optional<uint32_t> found;
+  for (const auto& [cls, sid] : classes) {
+    if (!event.starts_with(cls) && !std::string_view(cls).starts_with(event)) continue;
+    // A class named like another event is that event's own (TRACE_EVENT):
+    // ext4_load_inode is not the class of ext4_load_inode_bitmap.
+    if (btf.tracepoint_btf_id(cls)) continue;
+    if (found) return std::nullopt;
+    found = sid;
+  }
+  return found;
+}
+
+}  // namespace
+
 Result<TracepointFormat> tracepoint_format_from_btf(const Btf& btf, std::string_view category,
                                                    std::string_view event) {
   const std::string name = "trace_event_raw_" + std::string(event);
   auto sid = btf.find_struct(name);
-  if (!sid) return std::unexpected(Error{ENOENT, "kernel BTF has no struct " + name});
+  if (!sid) sid = event_class_struct(btf, event);
+  if (!sid) return std::unexpected(Error{ENOENT, "kernel BTF has no struct " + name + " (nor one event class for it)"});
   TracepointFormat out;
   out.category = std::string(category);
   out.event = std::string(event);
