@@ -62,10 +62,7 @@ void Lowerer::run() {
 // per-CPU array, but the verifier needs the check; it returns `fail_ret`.
 void Lowerer::enter_scratch(int64_t fail_ret) {
   key_slot_ = b_.reserve_stack(8);
-  VregId key = b_.stack_addr(key_slot_);
-  b_.store_imm(4, key, 0, 0);
-  VregId map = b_.map_fd(m_.support.scratch);
-  scratch_ = b_.call(BPF_FUNC_map_lookup_elem, {map, key});
+  scratch_ = array_elem(m_.support.scratch, 0);
   BlockId ok = b_.new_block(), fail = b_.new_block();
   b_.branch_imm(ir::Cond::Eq, scratch_, 0, fail, ok);
   b_.set_block(fail);

@@ -534,9 +534,7 @@ void Lowerer::submit(VregId rec, uint32_t size) {
   BlockId lost = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
   b_.branch_imm(ir::Cond::Ne, r, 0, lost, join);
   b_.set_block(lost);
-  VregId key = b_.stack_addr(key_slot_);
-  b_.store_imm(4, key, 0, 0);
-  VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.lost), key});
+  VregId ptr = array_elem(m_.support.lost, 0);
   b_.branch_imm(ir::Cond::Eq, ptr, 0, join, counted);
   b_.set_block(counted);
   b_.atomic_add(ptr, 0, b_.imm(1));

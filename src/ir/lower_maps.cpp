@@ -19,9 +19,7 @@ void Lowerer::map_update(int32_t map, VregId key, VregId val, int flags) {
     b_.branch_imm(ir::Cond::Eq, r, -EEXIST, join, real);
     b_.set_block(real);
   }
-  VregId key_addr = b_.stack_addr(key_slot_);
-  b_.store_imm(4, key_addr, 0, map);
-  VregId count = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.failed), key_addr});
+  VregId count = array_elem(m_.support.failed, map);
   b_.branch_imm(ir::Cond::Eq, count, 0, join, counted);
   b_.set_block(counted);
   VregId before = b_.load(8, count, 0);
@@ -174,9 +172,7 @@ std::pair<VregId, BlockId> Lowerer::map_entry(ExprId id, VregId key) {
   BlockId have = b_.new_block(), insert = b_.new_block(), join = b_.new_block();
   b_.branch_imm(ir::Cond::Eq, ptr, 0, insert, have);
   b_.set_block(insert);
-  VregId zkey = b_.stack_addr(key_slot_);
-  b_.store_imm(4, zkey, 0, 0);
-  VregId zptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.zero), zkey});
+  VregId zptr = array_elem(m_.support.zero, 0);
   BlockId zok = b_.new_block();
   b_.branch_imm(ir::Cond::Eq, zptr, 0, join, zok);
   b_.set_block(zok);
@@ -478,15 +474,22 @@ void Lowerer::zero(VregId dst, uint32_t off, uint32_t n) {
     for (uint32_t i = 0; i < n; i += 8) b_.store_imm(8, dst, static_cast<int32_t>(off + i), 0);
     return;
   }
-  VregId zkey = b_.stack_addr(key_slot_);
-  b_.store_imm(4, zkey, 0, 0);
-  VregId zptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(m_.support.zero), zkey});
+  VregId zptr = array_elem(m_.support.zero, 0);
   BlockId ok = b_.new_block(), join = b_.new_block();
   b_.branch_imm(ir::Cond::Eq, zptr, 0, join, ok);
   b_.set_block(ok);
   copy_bytes(dst, off, zptr, n);
   b_.jump(join);
   b_.set_block(join);
+}
+
+// Looks up element `index` of a support array map (scratch, zero, lost,
+// failed counters), the key written into the function's key slot. The result
+// may be NULL for the verifier; the caller checks it.
+VregId Lowerer::array_elem(uint32_t map, uint32_t index) {
+  VregId key = b_.stack_addr(key_slot_);
+  b_.store_imm(4, key, 0, static_cast<int64_t>(index));
+  return b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(map), key});
 }
 
 }  // namespace bpfscope::ir::detail

@@ -247,6 +247,8 @@ class Lowerer {
 
   void zero(VregId dst, uint32_t off, uint32_t n);
 
+  VregId array_elem(uint32_t map, uint32_t index);
+
   const sema::TypedProgram& p_;
   const lang::Program& ast_;
   const Module& m_;
