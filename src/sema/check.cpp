@@ -940,7 +940,7 @@ Type Checker::expr(ExprId id) {
       }
       // A cast keeps the address space a pointer came from (user memory
       // stays user memory).
-      if (to->is_pointer && t.is_pointer && t.addr_space != AddrSpace::None) retarget(*to, t.addr_space);
+      if (to->is_pointer && t.addr_space != AddrSpace::None) retarget(*to, t.addr_space);
       return set(id, *to);
     }
     case ExprKind::Block: {  // an expanded macro: its variables live in its own scope
