@@ -163,6 +163,7 @@ int compile_and_run(Cli& cli) {
   sema::Options sopts;
   sopts.positional = cli.positional;
   sopts.has_child = child.has_value();
+  if (child) sopts.child_program = child->program;
   sopts.unsafe = cli.unsafe;
   sopts.target_pid = cli.run.target_pid;
   sopts.named_args = cli.named_args;

@@ -40,6 +40,7 @@ struct Options {
 struct Child {
   int pid = -1;
   int release_fd = -1;  // write a byte to let it exec
+  std::string program;  // the command's first word, which it will exec
 };
 
 std::optional<Child> start_child(const std::string& command, std::string& error);

@@ -836,7 +836,7 @@ std::optional<Child> start_child(const std::string& command, std::string& error)
     _exit(127);
   }
   close(fds[0]);
-  return Child{.pid = pid, .release_fd = fds[1]};
+  return Child{.pid = pid, .release_fd = fds[1], .program = words[0]};
 }
 
 int run(const sema::TypedProgram& program, const ir::Module& module, std::vector<codegen::Program> programs,

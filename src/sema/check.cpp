@@ -1136,7 +1136,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
   for (size_t i = 0; i < program.probes.size(); ++i) {
     for (const auto& ap : program.probes[i].points) {
-      auto r = resolve_attach_point(ap.text, ap.loc, diags, options.target_pid);
+      auto r = resolve_attach_point(ap.text, ap.loc, diags, options.target_pid, options.child_program);
       if (r) resolved[i].push_back(std::move(*r));
     }
   }

@@ -196,11 +196,17 @@ std::vector<std::string_view> usdt_arg_specs(std::string_view args) {
 // The files a usdt attach point or listing searches: the named binary or
 // library, or for "*" every file mapped by process pid (by every process when
 // there is no -p).
-std::expected<std::vector<std::string>, std::string> usdt_files(std::string_view target, int pid) {
+std::expected<std::vector<std::string>, std::string> usdt_files(std::string_view target, int pid,
+                                                               std::string_view child_program = {}) {
   if (target != "*") {
     auto path = symbols::resolve_binary(target);
     if (!path) return std::unexpected(fmt::format("binary or library not found: {}", target));
     return std::vector<std::string>{*path};
+  }
+  // -c: the child has not run its program yet; its files are the program's
+  // and its libraries'.
+  if (pid <= 0 && !child_program.empty()) {
+    if (auto path = symbols::resolve_binary(child_program)) return symbols::program_files(*path);
   }
   auto files = symbols::mapped_binaries(pid);
   if (files.empty() && pid > 0) return std::unexpected(fmt::format("cannot read the mappings of process {}", pid));
@@ -402,7 +408,8 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
 }
 
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
-                                                        lang::Diagnostics& diags, int pid) {
+                                                        lang::Diagnostics& diags, int pid,
+                                                        std::string_view child_program) {
   auto owned_parts = split_attach_point(text);
   std::vector<std::string_view> parts(owned_parts.begin(), owned_parts.end());
   const ProviderRow* row = find_provider(parts[0]);
@@ -563,7 +570,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         diags.error(loc, "usdt probe must be usdt:BINARY:[PROVIDER:]NAME");
         return std::nullopt;
       }
-      auto files = usdt_files(parts[1], pid);
+      auto files = usdt_files(parts[1], pid, child_program);
       if (!files) {
         diags.error(loc, files.error());
         return std::nullopt;

@@ -20,9 +20,11 @@ struct ResolvedAttachPoint {
 
 // Resolves one attach point as written. Reports errors (unknown provider,
 // unknown tracepoint, bad interval) at loc and returns nullopt. pid is -p's
-// process (-1: none): usdt:* searches the files it maps.
+// process (-1: none): usdt:* searches the files it maps; child_program is
+// -c's program, whose files usdt:* searches otherwise.
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
-                                                        lang::Diagnostics& diags, int pid = -1);
+                                                        lang::Diagnostics& diags, int pid = -1,
+                                                        std::string_view child_program = {});
 
 // x86-64 register names (USDT argument specs, reg()) as offsets in struct
 // pt_regs: "rsp", "esp", "sp" and "spl" are 152.

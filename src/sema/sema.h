@@ -196,6 +196,7 @@ struct Options {
   bool dry_run = false;  // attach points are still resolved
   bool unsafe = false;   // --unsafe: system() and signal() are allowed
   int target_pid = -1;   // -p: usdt:* searches the files this process maps
+  std::string child_program;  // -c: the command's program (its first word); usdt:* searches its files
   std::map<std::string, std::optional<std::string>> named_args;  // getopt(): --name[=value] after --
   // What the kernel allows, for choosing between kprobe and fentry: -1 asks
   // the kernel; 0 or 1 fixes the answer (tests).

@@ -98,6 +98,16 @@ std::expected<ElfSymbols, std::string> ElfSymbols::load(const std::string& path)
   }
 
   std::vector<Section> secs = sections(f.elf);
+  for (const Section& s : secs) {
+    if (s.shdr.sh_type != SHT_DYNAMIC || s.shdr.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(s.scn, nullptr);
+    for (size_t i = 0; data && i < s.shdr.sh_size / s.shdr.sh_entsize; ++i) {
+      GElf_Dyn dyn;
+      if (!gelf_getdyn(data, static_cast<int>(i), &dyn)) break;
+      if (dyn.d_tag != DT_NEEDED) continue;
+      if (const char* name = elf_strptr(f.elf, s.shdr.sh_link, dyn.d_un.d_val)) out.needed_.push_back(name);
+    }
+  }
   // .symtab first so its (unversioned, complete) entries come before .dynsym's.
   for (Elf64_Word type : {SHT_SYMTAB, SHT_DYNSYM}) {
     for (const Section& s : secs) {

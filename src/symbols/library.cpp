@@ -157,4 +157,18 @@ std::optional<std::string> resolve_binary(std::string_view name) {
   return find_library(name);
 }
 
+std::vector<std::string> program_files(const std::string& program) {
+  std::vector<std::string> out{program};
+  std::set<std::string> seen{program};
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto elf = cached_elf(out[i]);
+    if (!elf) continue;
+    for (const auto& name : (*elf)->needed()) {
+      auto path = find_library(name);
+      if (path && seen.insert(*path).second) out.push_back(*path);
+    }
+  }
+  return out;
+}
+
 }  // namespace bpfscope::symbols

@@ -102,6 +102,8 @@ class ElfSymbols {
   // "func+off" (decimal, as bpftrace stacks; "+0" included), else hex_address.
   std::string name_at_with_offset(uint64_t vaddr) const;
   const std::vector<UsdtProbe>& usdt() const { return usdt_; }
+  // The libraries the file links against (DT_NEEDED), by name ("libc.so.6").
+  const std::vector<std::string>& needed() const { return needed_; }
   size_t size() const { return funcs_.size(); }
   // A function or data object by name (uaddr("sym")).
   std::optional<SymbolInfo> symbol(std::string_view name) const;
@@ -126,6 +128,7 @@ class ElfSymbols {
   std::vector<Segment> segments_;
   std::vector<UsdtProbe> usdt_;
   std::unordered_map<std::string, SymbolInfo> objects_;  // STT_OBJECT symbols by name
+  std::vector<std::string> needed_;
   bool relocatable_ = false;
 };
 
@@ -143,6 +146,12 @@ std::vector<std::string> mapped_binaries(int pid);
 // The ld.so.cache lookup alone (cache file configurable for tests).
 std::optional<std::string> find_library(std::string_view name,
                                         const std::string& cache = "/etc/ld.so.cache");
+
+// A program and the libraries it links against, transitively (DT_NEEDED
+// through ld.so.cache): the files a process running it will map, known
+// before it runs (usdt:* with -c). Libraries that cannot be found are left
+// out.
+std::vector<std::string> program_files(const std::string& program);
 
 // Demangles an Itanium C++ name; returns the input when it is not mangled.
 std::string demangle(std::string_view name);

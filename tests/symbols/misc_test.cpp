@@ -23,6 +23,20 @@ TEST(HexAddress, Format) {
   EXPECT_EQ(hex_address(0x7f1300000000), "0x7f1300000000");
 }
 
+// A program's files before it runs: itself, then the libraries it links
+// against, transitively, each once.
+TEST(ProgramFiles, ProgramAndItsLibraries) {
+  auto sh = resolve_binary("sh");
+  ASSERT_TRUE(sh.has_value());
+  auto files = program_files(*sh);
+  ASSERT_FALSE(files.empty());
+  EXPECT_EQ(files[0], *sh);
+  auto libc = find_library("libc.so.6");
+  ASSERT_TRUE(libc.has_value());
+  EXPECT_EQ(std::count(files.begin(), files.end(), *libc), 1);
+  EXPECT_EQ(program_files("/no/such/program"), std::vector<std::string>{"/no/such/program"});
+}
+
 TEST(ResolveBinary, Libraries) {
   auto libc = resolve_binary("libc");
   ASSERT_TRUE(libc);
