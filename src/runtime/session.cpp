@@ -62,7 +62,7 @@ std::string unavailable_reason(sema::ProbeKind k) {
              "kprobe_events in tracefs: CONFIG_KPROBES is off)";
     case sema::ProbeKind::Fentry:
     case sema::ProbeKind::Fexit:
-      return "";  // checked per function by check_kinds() (bpf::fentry_unavailable)
+      return "";  // asked per function by sema (ProgramUnit::fentry_refused)
     case sema::ProbeKind::Hardware:
       return "hardware perf events are not available: this machine has no hardware PMU";
     case sema::ProbeKind::Begin:
@@ -300,11 +300,8 @@ class Session {
     for (const auto& u : p_.units) {
       const auto mech = u.mechanism;
       std::string why = unavailable_reason(mech);
-      if (mech == sema::ProbeKind::Fentry || mech == sema::ProbeKind::Fexit) {
-        // Ask the kernel: an empty program on the function, loaded as fentry.
-        std::string refused = bpf::fentry_unavailable(u.targets[0].func, mech == sema::ProbeKind::Fexit);
-        if (!refused.empty()) why = refused;
-      }
+      // sema asked the kernel already (an empty program on the function).
+      if (mech == sema::ProbeKind::Fentry || mech == sema::ProbeKind::Fexit) why = u.fentry_refused;
       if (why.empty()) continue;
       // Neither kprobes nor fentry: say so for the one the probe names too.
       bool kprobe = u.kind == sema::ProbeKind::Kprobe || u.kind == sema::ProbeKind::Kretprobe;

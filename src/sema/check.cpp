@@ -1064,13 +1064,21 @@ ProbeKind mechanism_of(ResolvedAttachPoint& point, const Options& options, const
   auto kprobes = [&] { return options.kprobes >= 0 ? options.kprobes == 1 : bpf::has_kprobe_support(); };
   // fentry needs every target's function in BTF (no wildcards), and the
   // kernel's consent, asked with an empty program on the first function.
+  // The kernel's answer is kept for the error at attach.
   auto fentry = [&] {
     for (auto& t : point.targets) {
       if (t.btf_id == 0) t.btf_id = btf.find_func(t.func).value_or(0);
-      if (t.btf_id == 0) return false;
+      if (t.btf_id == 0) {
+        point.fentry_refused = bpf::fentry_unavailable(t.func, ret);  // names the missing function
+        return false;
+      }
     }
-    if (options.fentry >= 0) return options.fentry == 1;
-    return bpf::fentry_unavailable(point.targets[0].func, ret).empty();
+    if (options.fentry >= 0) {
+      if (options.fentry == 0) point.fentry_refused = "fentry is turned off (Options::fentry)";
+      return options.fentry == 1;
+    }
+    point.fentry_refused = bpf::fentry_unavailable(point.targets[0].func, ret);
+    return point.fentry_refused.empty();
   };
   if (kind == K::Kprobe || kind == K::Kretprobe) {
     if (kprobes()) return kind;
@@ -1231,6 +1239,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         u.probe_index = i;
         u.kind = point.kind;
         u.mechanism = point.mechanism;
+        u.fentry_refused = point.fentry_refused;
         u.name = unit_name(t.name);
         u.targets.push_back(std::move(t));
         out.units.push_back(std::move(u));

@@ -16,6 +16,7 @@ struct ResolvedAttachPoint {
   ProbeKind kind;
   std::vector<AttachTarget> targets;
   ProbeKind mechanism = kind;  // see ProgramUnit::mechanism
+  std::string fentry_refused;  // see ProgramUnit::fentry_refused
 };
 
 // Resolves one attach point as written. Reports errors (unknown provider,

@@ -65,6 +65,9 @@ struct ProgramUnit {
   // as fexit) on a kernel without kprobes, and the reverse (DESIGN.md,
   // attach strategy). The context layout follows the mechanism.
   ProbeKind mechanism = ProbeKind::Begin;
+  // Why the kernel refuses fentry/fexit here, when choosing the mechanism
+  // asked it ("" when it accepts, or was not asked): the attach error.
+  std::string fentry_refused;
   std::vector<AttachTarget> targets;
   std::string name;          // program name for the kernel (truncated to 15)
 };
