@@ -3,12 +3,38 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 #include <fstream>
 #include <string>
 
 #include "symbols/symbols.h"
 
 namespace bpfscope::symbols {
+
+namespace {
+
+struct KallsymsLine {
+  uint64_t addr;
+  char type;
+  std::string_view name;
+};
+
+// "ffffffff8226ce00 t do_nanosleep" or "... t name\t[module]"; nullopt for a
+// malformed line or an address hidden by kptr_restrict (0).
+std::optional<KallsymsLine> parse_kallsyms_line(std::string_view line) {
+  size_t sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos || sp1 + 3 >= line.size() || line[sp1 + 2] != ' ') return std::nullopt;
+  size_t start = sp1 + 3;
+  size_t end = line.find_first_of(" \t", start);
+  std::string_view name = line.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  uint64_t addr = 0;
+  auto [p, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
+  if (ec != std::errc() || p != line.data() + sp1 || addr == 0 || name.empty()) return std::nullopt;
+  return KallsymsLine{addr, line[sp1 + 1], name};
+}
+
+}  // namespace
 
 KernelSymbols::KernelSymbols(std::string path) : path_(std::move(path)) {}
 
@@ -17,23 +43,8 @@ void KernelSymbols::load() const {
     std::ifstream in(path_);
     std::string line;
     while (std::getline(in, line)) {
-      // "ffffffff8226ce00 t do_nanosleep" or "... t name\t[module]"
-      size_t sp1 = line.find(' ');
-      if (sp1 == std::string::npos || sp1 + 3 >= line.size() || line[sp1 + 2] != ' ') continue;
-      char type = line[sp1 + 1];
-      if (type != 't' && type != 'T') continue;
-      size_t start = sp1 + 3;
-      size_t end = line.find_first_of(" \t", start);
-      std::string name = line.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      if (name.empty()) continue;
-      uint64_t addr = 0;
-      try {
-        addr = std::stoull(line.substr(0, sp1), nullptr, 16);
-      } catch (...) {
-        continue;
-      }
-      if (addr == 0) continue;  // kptr_restrict hides addresses
-      syms_.push_back({addr, std::move(name)});
+      auto l = parse_kallsyms_line(line);
+      if (l && (l->type == 't' || l->type == 'T')) syms_.push_back({l->addr, std::string(l->name)});
     }
     std::stable_sort(syms_.begin(), syms_.end(),
                      [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
@@ -84,15 +95,8 @@ std::optional<uint64_t> kernel_symbol_address(std::string_view name, const std::
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    // "ffffffff8226ce00 D avenrun" or "... t name\t[module]"
-    size_t sp1 = line.find(' ');
-    if (sp1 == std::string::npos || sp1 + 3 >= line.size()) continue;
-    size_t start = sp1 + 3;
-    size_t end = line.find_first_of(" \t", start);
-    if (std::string_view(line).substr(start, end == std::string::npos ? std::string::npos : end - start) != name)
-      continue;
-    uint64_t addr = std::strtoull(line.c_str(), nullptr, 16);
-    if (addr != 0) return addr;
+    auto l = parse_kallsyms_line(line);
+    if (l && l->name == name) return l->addr;
   }
   return std::nullopt;
 }
