@@ -73,11 +73,13 @@ void Symbolizer::refresh(uint32_t pid) {
 
 std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path) const {
   // Mappings read before the process exec'd (a -c child is read as soon as
-  // it exists) do not cover its new image: read them again once.
+  // it exists) do not cover its new image: on the first address they miss,
+  // read them again (once per process: frames in [vdso] or anonymous code
+  // miss every time).
   auto covers = [addr](const std::vector<Mapping>& maps) {
     return std::any_of(maps.begin(), maps.end(), [addr](const Mapping& m) { return addr >= m.start && addr < m.end; });
   };
-  if (!covers(maps_of(pid))) {
+  if (!covers(maps_of(pid)) && reread_.insert(pid).second) {
     if (auto fresh = read_maps(pid); !fresh.empty()) maps_[pid] = std::move(fresh);
   }
   for (const auto& m : maps_of(pid)) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ class Symbolizer : public Resolver {
   int kstack_fd_, ustack_fd_, build_id_fd_;
   symbols::KernelSymbols kernel_;
   mutable std::map<uint32_t, std::vector<Mapping>> maps_;  // by pid, read once (or refreshed)
+  mutable std::set<uint32_t> reread_;  // pids whose mappings were read again after a miss
 };
 
 }  // namespace bpfscope::runtime
