@@ -23,6 +23,7 @@
 #include "lang/lang.h"
 #include "runtime/runtime.h"
 #include "sema/sema.h"
+#include "tools/tools.h"
 
 namespace {
 
@@ -35,6 +36,8 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] - [args...]
     bpfscope [options] -e 'program' [args...]
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
+    bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
+    bpfscope tools                           (list the tools)
     Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
 OPTIONS:
@@ -210,17 +213,202 @@ int compile_and_run(Cli& cli) {
   return runtime::run(*typed, module, std::move(programs), cli.run, child);
 }
 
+
+enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr };
+
+// Applies one global option (from getopt, or handed back by a tool's command
+// line). Returns an exit status when the option ends the run (-h, -V, --info,
+// a bad value), else nullopt.
+std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_list) {
+  switch (c) {
+    case 'e':
+      cli.program = arg;
+      cli.have_program = true;
+      cli.filename = "stdin";
+      break;
+    case 'o': cli.run.output_file = arg; break;
+    case 'f':
+      if (strcmp(arg, "json") == 0) {
+        cli.run.json = true;
+      } else if (strcmp(arg, "text") != 0) {
+        fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", arg);
+        return 1;
+      }
+      break;
+    case 'B':
+      if (strcmp(arg, "line") && strcmp(arg, "full") && strcmp(arg, "none")) {
+        fmt::print(stderr, "ERROR: Invalid buffering mode \"{}\"\n", arg);
+        return 1;
+      }
+      break;
+    case 'q': cli.run.quiet = true; break;
+    case 'v': cli.run.verbose = true; break;
+    case 'd': {
+      auto stage = debug_stage(arg);
+      if (!stage) {
+        fmt::print(stderr,
+                   "ERROR: invalid debug stage \"{}\"; valid: ast, sema (types), ir (codegen), regalloc, bpf "
+                   "(libbpf), verifier, all\n",
+                   arg);
+        return 1;
+      }
+      cli.debug.insert(*stage);
+      break;
+    }
+    case 'l': want_list = true; break;
+    case 'c': cli.child_cmd = arg; break;
+    case 'p': {
+      char* end;
+      long pid = strtol(arg, &end, 10);
+      if (*end || pid <= 0) {
+        fmt::print(stderr, "ERROR: invalid PID \"{}\"\n", arg);
+        return 1;
+      }
+      if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        fmt::print(stderr, "ERROR: process {} does not exist\n", pid);
+        return 1;
+      }
+      cli.run.target_pid = static_cast<int>(pid);
+      break;
+    }
+    case 'h': fmt::print("{}", kUsage); return 0;
+    case 'V': fmt::print("{}\n", kVersion); return 0;
+    case kDryRun: cli.run.dry_run = true; break;
+    case kUnsafe: cli.unsafe = true; break;
+    case kNoWarnings: cli.run.no_warnings = true; break;
+    case 'k': cli.helper_errors = true; break;
+    case kVerifyIr:
+    case 'I': break;
+    case kInfo: fmt::print("{}", bpf::kernel_info()); return 0;
+    default: return 1;
+  }
+  return std::nullopt;
+}
+
+// The global options a tool's command line may carry after the tool's name,
+// where the tool does not use the letter itself (tools::parse_args).
+const std::vector<tools::GlobalSpec> kToolGlobals = {
+    {'o', "output", true}, {'f', "format", true}, {'q', "quiet", false}, {'v', "verbose", false},
+    {'c', "cmd", true},    {'k', nullptr, false}, {'d', nullptr, true},  {'B', nullptr, true},
+    {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false},
+};
+
+int option_code(const std::string& name) {
+  if (name == "dry-run") return kDryRun;
+  if (name == "unsafe") return kUnsafe;
+  if (name == "no-warnings") return kNoWarnings;
+  return name[0];
+}
+
+// The position of the first word of argv that is neither an option nor an
+// option's value: a script file, or a tool's name. 0 when there is none or
+// when the program comes from -e.
+int first_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return 0;
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.starts_with("-e") || a == "-l" || a.starts_with("--info")) return 0;
+      if (!a.starts_with("--") && a.size() == 2 && std::string_view("ofBdcpI").find(a[1]) != std::string_view::npos)
+        ++i;
+      continue;
+    }
+    return i;
+  }
+  return 0;
+}
+
+// `bpfscope tools`: every tool with its description and whether it compiles
+// for this kernel (its probes exist and its types resolve), else why not.
+int list_tools() {
+  fmt::print("{:<16} {:<60} {}\n", "TOOL", "DESCRIPTION", "STATUS");
+  for (const auto& t : tools::all()) {
+    std::string err;
+    auto inv = tools::parse_args(t, {}, kToolGlobals, err);
+    std::string status = "ok";
+    if (inv) {
+      lang::Diagnostics diags;
+      auto ast = lang::parse(lang::Source(t.path, t.source), diags);
+      sema::Options sopts;
+      sopts.positional = inv->positional;
+      sopts.named_args = inv->named_args;
+      if (ast) sema::analyse(*ast, sopts, diags);
+      for (const auto& d : diags.all()) {
+        if (d.severity != lang::Severity::Error) continue;
+        status = "unavailable: " + d.message;
+        break;
+      }
+    } else {
+      status = "unavailable: " + err;
+    }
+    fmt::print("{:<16} {:<60} {}\n", t.name, t.about, status);
+  }
+  return 0;
+}
+
+// Reads a tool's command line into `cli`: the script, its getopt() options
+// and positional parameters, and the global options among the words.
+std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char** argv, int from) {
+  std::vector<std::string> words(argv + from, argv + argc);
+  std::string err;
+  auto inv = tools::parse_args(tool, words, kToolGlobals, err);
+  if (!inv) {
+    fmt::print(stderr, "{}\n{}\nTry '{} -h' for more information.\n", err, tools::synopsis(tool), tool.name);
+    return 2;
+  }
+  if (inv->help) {
+    fmt::print("{}", tools::usage(tool));
+    return 0;
+  }
+  if (inv->source) {
+    fmt::print("{}", tool.source);
+    return 0;
+  }
+  // libbpf-tools print no attach line; -v brings it back with the mechanisms.
+  cli.run.quiet = true;
+  cli.run.ringbuf_bytes = runtime::kToolRingbuf;
+  bool want_list = false;
+  for (const auto& g : inv->globals)
+    if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;
+  if (cli.run.verbose) cli.run.quiet = false;
+  cli.program = tool.source;
+  cli.have_program = true;
+  cli.filename = tool.path;
+  cli.positional = inv->positional;
+  cli.named_args = inv->named_args;
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Cli cli;
-  enum { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kHelp, kVersion_ };
   static const option longopts[] = {
       {"dry-run", no_argument, nullptr, kDryRun},   {"unsafe", no_argument, nullptr, kUnsafe},
       {"info", no_argument, nullptr, kInfo},        {"no-warnings", no_argument, nullptr, kNoWarnings},
       {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
+  // `bpfscope [options] TOOL [tool options]`: the global options come before
+  // the tool's name; the words after it are the tool's (tools/NAME.bt's
+  // header), and a tool file given by path is run the same way.
+  std::optional<tools::Tool> tool;
+  int tool_at = first_word(argc, argv);
+  if (tool_at) {
+    std::string_view word = argv[tool_at];
+    if (word == "tools") return list_tools();
+    if (const tools::Tool* t = tools::find(word); t && word.find('/') == std::string_view::npos) {
+      tool = *t;
+    } else if (std::string text; read_file(std::string(word), text) && tools::has_header(text)) {
+      std::string err;
+      tool = tools::parse(std::move(text), std::string(word), err);
+      if (!tool) {
+        fmt::print(stderr, "ERROR: {}\n", err);
+        return 1;
+      }
+    }
+  }
+  int global_argc = tool ? tool_at : argc;
   // As bpftrace: getopt_long permutes, so options may also follow the script
   // file, the -l pattern and positional parameters (`bpfscope -l 'usdt:*' -p
   // PID`, `bpfscope s.bt -q`); the non-options end up, in order, from optind
@@ -229,72 +417,17 @@ int main(int argc, char** argv) {
   int c;
   opterr = 0;
   bool want_list = false;
-  while ((c = getopt_long(argc, argv, "e:o:f:B:qvd:lc:p:hVkI:", longopts, nullptr)) != -1) {
-    switch (c) {
-      case 'e':
-        cli.program = optarg;
-        cli.have_program = true;
-        cli.filename = "stdin";
-        break;
-      case 'o': cli.run.output_file = optarg; break;
-      case 'f':
-        if (strcmp(optarg, "json") == 0) {
-          cli.run.json = true;
-        } else if (strcmp(optarg, "text") != 0) {
-          fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", optarg);
-          return 1;
-        }
-        break;
-      case 'B':
-        if (strcmp(optarg, "line") && strcmp(optarg, "full") && strcmp(optarg, "none")) {
-          fmt::print(stderr, "ERROR: Invalid buffering mode \"{}\"\n", optarg);
-          return 1;
-        }
-        break;
-      case 'q': cli.run.quiet = true; break;
-      case 'v': cli.run.verbose = true; break;
-      case 'd': {
-        auto stage = debug_stage(optarg);
-        if (!stage) {
-          fmt::print(stderr,
-                     "ERROR: invalid debug stage \"{}\"; valid: ast, sema (types), ir (codegen), regalloc, bpf "
-                     "(libbpf), verifier, all\n",
-                     optarg);
-          return 1;
-        }
-        cli.debug.insert(*stage);
-        break;
-      }
-      case 'l': want_list = true; break;
-      case 'c': cli.child_cmd = optarg; break;
-      case 'p': {
-        char* end;
-        long pid = strtol(optarg, &end, 10);
-        if (*end || pid <= 0) {
-          fmt::print(stderr, "ERROR: invalid PID \"{}\"\n", optarg);
-          return 1;
-        }
-        if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-          fmt::print(stderr, "ERROR: process {} does not exist\n", pid);
-          return 1;
-        }
-        cli.run.target_pid = static_cast<int>(pid);
-        break;
-      }
-      case 'h': fmt::print("{}", kUsage); return 0;
-      case 'V': fmt::print("{}\n", kVersion); return 0;
-      case kDryRun: cli.run.dry_run = true; break;
-      case kUnsafe: cli.unsafe = true; break;
-      case kNoWarnings: cli.run.no_warnings = true; break;
-      case 'k': cli.helper_errors = true; break;
-      case kVerifyIr:
-      case 'I': break;
-      case kInfo: fmt::print("{}", bpf::kernel_info()); return 0;
-      default:
-        fmt::print(stderr, "ERROR: unknown or incomplete option: {}\n", argv[optind - 1]);
-        fmt::print(stderr, "{}", kUsage);
-        return 1;
+  while ((c = getopt_long(global_argc, argv, "e:o:f:B:qvd:lc:p:hVkI:", longopts, nullptr)) != -1) {
+    if (c == '?' || c == ':') {
+      fmt::print(stderr, "ERROR: unknown or incomplete option: {}\n", argv[optind - 1]);
+      fmt::print(stderr, "{}", kUsage);
+      return 1;
     }
+    if (auto rc = apply_option(cli, c, optarg, want_list)) return *rc;
+  }
+  if (tool) {
+    if (auto rc = load_tool(cli, *tool, argc, argv, tool_at + 1)) return *rc;
+    return compile_and_run(cli);
   }
   // getopt_long consumes the first `--` and moves it in front of the
   // non-options it had skipped: argv[optind - 1] is then `--` (`-e PROG --
@@ -310,6 +443,8 @@ int main(int argc, char** argv) {
     std::string path = argv[optind++];
     if (!read_file(path, cli.program)) {
       fmt::print(stderr, "ERROR: failed to open {}: {}\n", path, strerror(errno));
+      if (path.find('/') == std::string::npos && path.find('.') == std::string::npos)
+        fmt::print(stderr, "HINT: {} is not a file nor a tool; `bpfscope tools` lists the tools\n", path);
       return 1;
     }
     cli.filename = path == "-" ? "stdin" : path;

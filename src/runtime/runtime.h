@@ -17,6 +17,9 @@ namespace bpfscope::runtime {
 
 inline constexpr uint32_t kStreamingRingbuf = 16u << 20;  // holds 1M printf events from a getppid loop
 inline constexpr uint32_t kQuietRingbuf = 256u << 10;
+// Packaged tools print an event per connection or I/O, not a stream: the
+// buffer libbpf-tools use (about 256 KiB), which keeps a tool under 10 MB RSS.
+inline constexpr uint32_t kToolRingbuf = 256u << 10;
 
 struct Options {
   std::string output_file;   // -o: script output goes there

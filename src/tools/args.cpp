@@ -1,0 +1,255 @@
+// A tool's command line: options and arguments read against its header,
+// and its usage text in libbpf-tools' (argp's) layout.
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "tools/tools.h"
+
+namespace bpfscope::tools {
+
+namespace {
+
+bool parse_integer(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end;
+  long long v = strtoll(s.c_str(), &end, 0);
+  if (*end || errno) return false;
+  out = v;
+  return true;
+}
+
+// Checks a value against its kind; lists come back normalized ("80,443").
+std::optional<std::string> check_value(ValueKind kind, const std::vector<std::string>& choices,
+                                       const std::string& value, std::string& why) {
+  switch (kind) {
+    case ValueKind::Flag: return value;
+    case ValueKind::Str: return value;
+    case ValueKind::Int: {
+      int64_t v;
+      if (!parse_integer(value, v)) {
+        why = fmt::format("invalid integer \"{}\"", value);
+        return std::nullopt;
+      }
+      return value;
+    }
+    case ValueKind::Ports:
+    case ValueKind::List: {
+      std::string out;
+      size_t pos = 0;
+      while (pos <= value.size()) {
+        size_t comma = value.find(',', pos);
+        std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        int64_t v;
+        if (!parse_integer(item, v) || (kind == ValueKind::Ports && (v < 1 || v > 65535))) {
+          why = fmt::format("invalid {} \"{}\" in \"{}\"", kind == ValueKind::Ports ? "port" : "integer", item, value);
+          return std::nullopt;
+        }
+        out += (out.empty() ? "" : ",") + std::to_string(v);
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+      }
+      return out;
+    }
+    case ValueKind::Choice:
+      for (const auto& c : choices)
+        if (c == value) return value;
+      why = fmt::format("invalid value \"{}\" (one of: {})", value, fmt::join(choices, ", "));
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string option_label(const OptionSpec& o) {
+  std::string s = o.letter ? fmt::format("-{}, ", o.letter) : "    ";
+  s += "--" + o.name;
+  if (!o.metavar.empty()) s += "=" + o.metavar;
+  return s;
+}
+
+}  // namespace
+
+std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::string>& args,
+                                     const std::vector<GlobalSpec>& globals, std::string& error) {
+  Invocation inv;
+  std::vector<std::string> words;
+  auto fail = [&](const std::string& msg) {
+    error = fmt::format("{}: {}", tool.name, msg);
+    return std::nullopt;
+  };
+  // Sets option `o` from its value (nullopt for a flag).
+  auto set = [&](const OptionSpec& o, std::optional<std::string> value, std::string_view spelled) -> bool {
+    if (o.kind == ValueKind::Flag) {
+      inv.named_args[o.name] = std::nullopt;
+      return true;
+    }
+    std::string why;
+    auto v = check_value(o.kind, o.choices, *value, why);
+    if (!v) {
+      error = fmt::format("{}: {}: {}", tool.name, spelled, why);
+      return false;
+    }
+    inv.named_args[o.name] = *v;
+    return true;
+  };
+  auto global_named = [&](std::string_view name) -> const GlobalSpec* {
+    for (const auto& g : globals)
+      if (g.name && name == g.name) return &g;
+    return nullptr;
+  };
+  auto global_letter = [&](char c) -> const GlobalSpec* {
+    for (const auto& g : globals)
+      if (g.letter == c) return &g;
+    return nullptr;
+  };
+  auto global_key = [](const GlobalSpec& g) { return g.letter ? std::string(1, g.letter) : std::string(g.name); };
+
+  // "-4T", "-p181": options; "-5" is a (negative) number unless the tool
+  // has a -5 option.
+  auto is_option_word = [&](const std::string& a) {
+    if (a.size() < 2 || a[0] != '-') return false;
+    if (!isdigit(static_cast<unsigned char>(a[1]))) return true;
+    for (const auto& o : tool.options)
+      if (o.letter == a[1]) return true;
+    return false;
+  };
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      words.insert(words.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (a.starts_with("--")) {
+      std::string name = a.substr(2);
+      std::optional<std::string> value;
+      if (size_t eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      if (name == "help") {
+        inv.help = true;
+        continue;
+      }
+      if (name == "source") {
+        inv.source = true;
+        continue;
+      }
+      const OptionSpec* o = nullptr;
+      for (const auto& x : tool.options)
+        if (x.name == name) o = &x;
+      if (o) {
+        if (o->kind == ValueKind::Flag && value) return fail(fmt::format("option '--{}' doesn't allow an argument", name));
+        if (o->kind != ValueKind::Flag && !value) {
+          if (i + 1 >= args.size()) return fail(fmt::format("option '--{}' requires an argument", name));
+          value = args[++i];
+        }
+        if (!set(*o, value, "--" + name)) return std::nullopt;
+        continue;
+      }
+      if (const GlobalSpec* g = global_named(name)) {
+        if (g->takes_value && !value) {
+          if (i + 1 >= args.size()) return fail(fmt::format("option '--{}' requires an argument", name));
+          value = args[++i];
+        }
+        inv.globals.push_back({global_key(*g), value});
+        continue;
+      }
+      return fail(fmt::format("unrecognized option '--{}'", name));
+    }
+    if (is_option_word(a)) {
+      // A cluster of letters: -4T, -p181, -p 181.
+      for (size_t k = 1; k < a.size(); ++k) {
+        char c = a[k];
+        if (c == 'h') {
+          inv.help = true;
+          continue;
+        }
+        const OptionSpec* o = nullptr;
+        for (const auto& x : tool.options)
+          if (x.letter == c) o = &x;
+        const GlobalSpec* g = o ? nullptr : global_letter(c);
+        if (!o && !g) return fail(fmt::format("invalid option -- '{}'", c));
+        bool takes = o ? o->kind != ValueKind::Flag : g->takes_value;
+        std::optional<std::string> value;
+        if (takes) {
+          if (k + 1 < a.size()) value = a.substr(k + 1);
+          else if (i + 1 < args.size()) value = args[++i];
+          else return fail(fmt::format("option requires an argument -- '{}'", c));
+          k = a.size();
+        }
+        if (o) {
+          if (!set(*o, value, fmt::format("-{}", c))) return std::nullopt;
+        } else {
+          inv.globals.push_back({global_key(*g), value});
+        }
+      }
+      continue;
+    }
+    words.push_back(a);
+  }
+  if (words.size() > tool.args.size())
+    return fail(tool.args.empty() ? fmt::format("unexpected argument \"{}\"", words[0])
+                                  : fmt::format("too many arguments (\"{}\")", words[tool.args.size()]));
+  for (size_t k = 0; k < tool.args.size(); ++k) {
+    const ArgSpec& spec = tool.args[k];
+    if (k < words.size()) {
+      std::string why;
+      auto v = check_value(spec.kind, {}, words[k], why);
+      if (!v) return fail(fmt::format("{}: {}", spec.name, why));
+      inv.positional.push_back(*v);
+    } else if (spec.default_value) {
+      inv.positional.push_back(*spec.default_value);
+    } else if (!inv.help && !inv.source) {
+      return fail(fmt::format("missing argument {}", spec.name));
+    }
+  }
+  for (const auto& o : tool.options)
+    if (o.default_value && !inv.named_args.count(o.name)) inv.named_args[o.name] = *o.default_value;
+  return inv;
+}
+
+std::string synopsis(const Tool& tool) {
+  std::string s = fmt::format("USAGE: {} [-h]", tool.name);
+  for (const auto& o : tool.options) {
+    std::string flag = o.letter ? fmt::format("-{}", o.letter) : "--" + o.name;
+    s += o.metavar.empty() ? fmt::format(" [{}]", flag) : fmt::format(" [{} {}]", flag, o.metavar);
+  }
+  for (const auto& a : tool.args) s += a.default_value ? fmt::format(" [{}]", a.name) : fmt::format(" {}", a.name);
+  return s;
+}
+
+std::string usage(const Tool& tool) {
+  std::string s = fmt::format("Usage: {} [OPTION...]{}\n{}\n\n{}\n", tool.name, tool.args.empty() ? "" : " [ARG...]",
+                              tool.about, synopsis(tool));
+  if (!tool.examples.empty()) {
+    s += "\nEXAMPLES:\n";
+    for (const auto& e : tool.examples) s += "    " + e + "\n";
+  }
+  if (!tool.args.empty()) {
+    s += "\nARGUMENTS:\n";
+    for (const auto& a : tool.args) {
+      std::string help = a.help;
+      if (a.default_value) help += fmt::format(" (default {})", *a.default_value);
+      s += fmt::format("  {:<27}{}\n", a.name, help);
+    }
+  }
+  s += "\n";
+  for (const auto& o : tool.options) {
+    std::string help = o.help;
+    if (o.default_value) help += fmt::format(" (default {})", *o.default_value);
+    std::string label = option_label(o);
+    s += label.size() > 26 ? fmt::format("  {}\n  {:<27}{}\n", label, "", help)
+                           : fmt::format("  {:<27}{}\n", label, help);
+  }
+  s += fmt::format("  {:<27}{}\n", "-h, --help", "Show this help");
+  s += fmt::format("  {:<27}{}\n", "    --source", "Print the tool's script");
+  for (const auto& n : tool.notes) s += "\n" + n + "\n";
+  s += "\nbpfscope options also apply: -o FILE, -f json, -q, -v, --dry-run, -c CMD, -k\n"
+       "(their long forms --output, --format, --quiet, --verbose, --cmd where the tool uses the letter).\n";
+  return s;
+}
+
+}  // namespace bpfscope::tools

@@ -1,0 +1,205 @@
+// Reading a tool file's header: the leading `//` lines with the keys
+// tool:, about:, option:, arg:, example: and note: (tools/README.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "tools/embedded.h"
+#include "tools/tools.h"
+
+namespace bpfscope::tools {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The next whitespace-separated word of `s`, removed from it.
+std::string_view next_word(std::string_view& s) {
+  s = trim(s);
+  size_t end = 0;
+  while (end < s.size() && !isspace(static_cast<unsigned char>(s[end]))) ++end;
+  std::string_view w = s.substr(0, end);
+  s.remove_prefix(end);
+  return w;
+}
+
+bool is_metavar(std::string_view w) {
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return isupper(static_cast<unsigned char>(c)) || isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// "(int, default 20)", "(all|sent|received, default all)": the kind, the
+// choices and the default. Returns an error message, or "".
+std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector<std::string>& choices,
+                             std::optional<std::string>& def) {
+  size_t comma = spec.find(',');
+  std::string_view type = trim(spec.substr(0, comma));
+  if (type == "int") kind = ValueKind::Int;
+  else if (type == "str") kind = ValueKind::Str;
+  else if (type == "ports") kind = ValueKind::Ports;
+  else if (type == "list") kind = ValueKind::List;
+  else if (type.find('|') != std::string_view::npos) {
+    kind = ValueKind::Choice;
+    std::string_view rest = type;
+    while (!rest.empty()) {
+      size_t bar = rest.find('|');
+      choices.emplace_back(trim(rest.substr(0, bar)));
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 1);
+    }
+  } else {
+    return fmt::format("unknown value type \"{}\" (int, str, ports, list or a|b|c)", type);
+  }
+  if (comma != std::string_view::npos) {
+    std::string_view rest = trim(spec.substr(comma + 1));
+    if (!rest.starts_with("default ")) return fmt::format("expected \"default VALUE\", got \"{}\"", rest);
+    def = std::string(trim(rest.substr(8)));
+  }
+  return "";
+}
+
+// "-p --pid PID (int) Process ID to trace" or "interval (int, default 1) Output interval".
+std::string parse_option(std::string_view line, OptionSpec& o) {
+  std::string_view w = next_word(line);
+  if (w.size() == 2 && w[0] == '-' && w[1] != '-') {
+    o.letter = w[1];
+    w = next_word(line);
+  }
+  if (!w.starts_with("--") || w.size() < 3) return "an option line needs --NAME";
+  o.name = std::string(w.substr(2));
+  std::string_view save = line;
+  w = next_word(line);
+  if (is_metavar(w)) {
+    o.metavar = std::string(w);
+    o.kind = ValueKind::Str;
+  } else {
+    line = save;
+  }
+  line = trim(line);
+  if (line.starts_with("(")) {
+    size_t close = line.find(')');
+    if (close == std::string_view::npos) return "unclosed (";
+    if (o.metavar.empty()) return "a flag takes no value type (add a METAVAR)";
+    if (auto err = parse_value_spec(line.substr(1, close - 1), o.kind, o.choices, o.default_value); !err.empty())
+      return err;
+    line.remove_prefix(close + 1);
+  }
+  o.help = std::string(trim(line));
+  return "";
+}
+
+std::string parse_arg(std::string_view line, ArgSpec& a) {
+  a.name = std::string(next_word(line));
+  if (a.name.empty()) return "an arg line needs a name";
+  line = trim(line);
+  if (line.starts_with("(")) {
+    size_t close = line.find(')');
+    if (close == std::string_view::npos) return "unclosed (";
+    std::vector<std::string> choices;
+    if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value); !err.empty())
+      return err;
+    if (a.kind != ValueKind::Int && a.kind != ValueKind::Str) return "an argument is an int or a str";
+    line.remove_prefix(close + 1);
+  }
+  a.help = std::string(trim(line));
+  return "";
+}
+
+}  // namespace
+
+bool has_header(std::string_view source) {
+  size_t pos = 0;
+  while (pos < source.size()) {
+    size_t end = source.find('\n', pos);
+    std::string_view line = trim(source.substr(pos, end == std::string_view::npos ? end : end - pos));
+    pos = end == std::string_view::npos ? source.size() : end + 1;
+    if (line.starts_with("#!") || line.empty()) continue;
+    if (!line.starts_with("//")) return false;
+    if (trim(line.substr(2)).starts_with("tool:")) return true;
+  }
+  return false;
+}
+
+std::optional<Tool> parse(std::string source, std::string path, std::string& error) {
+  Tool t;
+  size_t pos = 0;
+  int lineno = 0;
+  auto fail = [&](const std::string& msg) {
+    error = fmt::format("{}:{}: {}", path, lineno, msg);
+    return std::nullopt;
+  };
+  while (pos < source.size()) {
+    size_t end = source.find('\n', pos);
+    std::string_view line =
+        trim(std::string_view(source).substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    pos = end == std::string::npos ? source.size() : end + 1;
+    ++lineno;
+    if (line.starts_with("#!") || line.empty()) continue;
+    if (!line.starts_with("//")) break;
+    line = trim(line.substr(2));
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = line.substr(0, colon);
+    std::string_view value = trim(line.substr(colon + 1));
+    if (key == "tool") {
+      t.name = std::string(value);
+    } else if (key == "about") {
+      t.about = std::string(value);
+    } else if (key == "option") {
+      OptionSpec o;
+      if (auto err = parse_option(value, o); !err.empty()) return fail(err);
+      for (const auto& other : t.options)
+        if (other.name == o.name || (o.letter && other.letter == o.letter))
+          return fail(fmt::format("option {} declared twice", o.name));
+      t.options.push_back(std::move(o));
+    } else if (key == "arg") {
+      ArgSpec a;
+      if (auto err = parse_arg(value, a); !err.empty()) return fail(err);
+      if (!t.args.empty() && t.args.back().default_value && !a.default_value)
+        return fail("a required argument cannot follow an optional one");
+      t.args.push_back(std::move(a));
+    } else if (key == "example") {
+      t.examples.emplace_back(value);
+    } else if (key == "note") {
+      t.notes.emplace_back(value);
+    }
+  }
+  if (t.name.empty()) {
+    lineno = 1;
+    return fail("no \"// tool: NAME\" line in the leading comments");
+  }
+  t.source = std::move(source);
+  t.path = std::move(path);
+  return t;
+}
+
+const std::vector<Tool>& all() {
+  static const std::vector<Tool> tools = [] {
+    std::vector<Tool> v;
+    for (size_t i = 0; i < kEmbeddedToolCount; ++i) {
+      std::string err;
+      // The build embeds only files whose headers parse (tests/tools checks
+      // every one), so a failure here is a bug in the build.
+      auto t = parse(kEmbeddedTools[i].source, fmt::format("tools/{}.bt", kEmbeddedTools[i].name), err);
+      if (t) v.push_back(std::move(*t));
+      else fmt::print(stderr, "bpfscope: embedded tool: {}\n", err);
+    }
+    std::sort(v.begin(), v.end(), [](const Tool& a, const Tool& b) { return a.name < b.name; });
+    return v;
+  }();
+  return tools;
+}
+
+const Tool* find(std::string_view name) {
+  for (const auto& t : all())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace bpfscope::tools

@@ -1,0 +1,100 @@
+// Tools: the packaged scripts of tools/NAME.bt (tcplife, biolatency, ...),
+// embedded in the binary at build time. A tool file is a bpftrace program
+// whose leading comment block declares its name, description, options and
+// arguments (see tools/README.md); this module reads that header, prints the
+// tool's usage, and turns a command line such as `tcplife -p 181 -L 80,443`
+// into the script's getopt() options and positional parameters.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bpfscope::tools {
+
+// What an option or argument takes. Flag: no value (getopt("name") is true
+// when given). Int: an integer. Str: any text. Ports: comma-separated port
+// numbers 1-65535 (for in_list()). List: comma-separated integers. Choice:
+// one of `choices`.
+enum class ValueKind { Flag, Int, Str, Ports, List, Choice };
+
+struct OptionSpec {
+  char letter = 0;             // 'p' for -p; 0 when the option is long-only
+  std::string name;            // "pid" for --pid: also the script's getopt() name
+  std::string metavar;         // "PID" ("" for a flag)
+  ValueKind kind = ValueKind::Flag;
+  std::optional<std::string> default_value;
+  std::vector<std::string> choices;  // Choice
+  std::string help;
+};
+
+// A positional argument ("[interval]"): becomes $1, $2, ... in order.
+struct ArgSpec {
+  std::string name;
+  ValueKind kind = ValueKind::Int;  // Int or Str
+  std::optional<std::string> default_value;  // none: the argument is required
+  std::string help;
+};
+
+struct Tool {
+  std::string name;
+  std::string about;  // one line
+  std::vector<OptionSpec> options;
+  std::vector<ArgSpec> args;
+  std::vector<std::string> examples;  // "tcplife -p 1215   # only trace PID 1215"
+  std::vector<std::string> notes;     // extra paragraphs of the help text
+  std::string source;                 // the whole file
+  std::string path;                   // "tools/tcplife.bt" or the file run directly
+};
+
+// The embedded tools, sorted by name.
+const std::vector<Tool>& all();
+const Tool* find(std::string_view name);
+
+// Whether `source` starts with a tool header (a `// tool:` line among its
+// leading comments).
+bool has_header(std::string_view source);
+
+// Reads a tool file's header. Errors name the line: "tools/x.bt:4: option
+// line needs --NAME".
+std::optional<Tool> parse(std::string source, std::string path, std::string& error);
+
+// A command line for a tool, read against its header. Words the tool does not
+// declare are handed back as global options (`-o FILE`, `-f json`, `-q`, ...:
+// the letter or long name and its value) for the caller to apply.
+struct GlobalOption {
+  std::string name;  // "o", "f", "dry-run", ...
+  std::optional<std::string> value;
+};
+
+struct Invocation {
+  std::map<std::string, std::optional<std::string>> named_args;  // getopt() options
+  std::vector<std::string> positional;                             // $1, $2, ...
+  std::vector<GlobalOption> globals;
+  bool help = false;    // -h, --help
+  bool source = false;  // --source
+};
+
+// The global options a tool command line may carry, with whether each takes a
+// value: the caller's table, so that both agree.
+struct GlobalSpec {
+  char letter = 0;
+  const char* name = nullptr;  // long name, or nullptr
+  bool takes_value = false;
+};
+
+// Parses `args` (the words after the tool's name). A bad command line gives
+// an error message ("tcplife: invalid option -- 'x'"); the caller prints it
+// with the usage and exits 2, as bcc's tools do.
+std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::string>& args,
+                                     const std::vector<GlobalSpec>& globals, std::string& error);
+
+// The tool's -h text, in libbpf-tools' layout.
+std::string usage(const Tool& tool);
+
+// The one-line usage synopsis ("USAGE: tcplife [-h] [-p PID] [-4] ...").
+std::string synopsis(const Tool& tool);
+
+}  // namespace bpfscope::tools
