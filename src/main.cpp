@@ -89,6 +89,7 @@ struct Cli {
   bool unsafe = false;  // --unsafe
   bool helper_errors = false;  // -k (-kk): report failed probe reads and get_stackid
   std::map<std::string, std::optional<std::string>> named_args;  // --name[=value] after --
+  std::string tool_name;  // a packaged tool's name, when running one
 };
 
 bool read_file(const std::string& path, std::string& out) {
@@ -145,7 +146,20 @@ int compile_and_run(Cli& cli) {
   uint64_t start = boot_ns();
   lang::Diagnostics diags;
   auto ast = lang::parse(lang::Source(cli.filename, cli.program), diags);
-  auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src)); };
+  // A tool's user did not write its script: errors are one line each, naming
+  // the tool, with the script's location at the end.
+  auto report = [&](const lang::Source& src) {
+    if (cli.tool_name.empty() || cli.debug.size()) {
+      fmt::print(stderr, "{}", diags.render(src));
+      return;
+    }
+    for (const auto& d : diags.all()) {
+      if (d.severity != lang::Severity::Error) continue;
+      fmt::print(stderr, "{}: {}{}\n", cli.tool_name, d.message,
+                 d.located ? fmt::format(" ({})", lang::location(src, d.loc)) : "");
+      for (const auto& h : d.hints) fmt::print(stderr, "{}: HINT: {}\n", cli.tool_name, h);
+    }
+  };
   if (!ast) {
     report(lang::Source(cli.filename, cli.program));
     return 1;
@@ -374,6 +388,7 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.program = tool.source;
   cli.have_program = true;
   cli.filename = tool.path;
+  cli.tool_name = tool.name;
   cli.positional = inv->positional;
   cli.named_args = inv->named_args;
   return std::nullopt;

@@ -1,0 +1,243 @@
+"""Shared pieces of the tool tests: running a bpfscope tool (or its
+libbpf-tools twin) around some traffic, and network namespaces joined by a
+veth pair, created and deleted by the test itself.
+
+The tests need root (they load BPF programs and create namespaces); the
+binary comes from $BPFSCOPE (default build-release/bpfscope).
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BPFSCOPE = os.environ.get("BPFSCOPE", os.path.join(HERE, "../../../build-release/bpfscope"))
+MARKER = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+
+
+def mount_tracefs():
+    if not os.path.exists("/sys/kernel/tracing/events"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], stderr=subprocess.DEVNULL)
+
+
+class Run:
+    """A finished run: its stdout lines (the attach marker removed), stderr
+    and exit status."""
+
+    def __init__(self, lines, stderr, rc):
+        self.lines, self.stderr, self.rc = lines, stderr, rc
+
+    def json(self, kind="event"):
+        out = []
+        for line in self.lines:
+            msg = json.loads(line)
+            if kind is None or msg.get("type") == kind:
+                out.append(msg)
+        return out
+
+    def __repr__(self):
+        return "rc=%s\nstdout:\n%s\nstderr:\n%s" % (self.rc, "\n".join(self.lines), self.stderr)
+
+
+class Process:
+    """A tracer process whose stdout is read line by line in a thread."""
+
+    def __init__(self, argv, ready, env=None):
+        self.lines = []
+        self.cond = threading.Condition()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env, start_new_session=True)
+        self.ready = ready
+        self.err = []
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.err), daemon=True).start()
+
+    def _read(self, stream, sink):
+        for line in stream:
+            with self.cond:
+                sink.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            sink.append(None)
+            self.cond.notify_all()
+
+    def wait_for(self, pred, timeout=10):
+        end = time.time() + timeout
+        with self.cond:
+            while not pred(self.lines):
+                left = end - time.time()
+                if left <= 0 or (self.lines and self.lines[-1] is None):
+                    return False
+                self.cond.wait(left)
+            return True
+
+    def wait_ready(self, timeout=15):
+        if not self.wait_for(self.ready, timeout):
+            self.stop()
+            raise AssertionError("not ready: %r" % self.finish())
+
+    def stop(self, sig=signal.SIGINT):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def finish(self, timeout=15):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.wait_for(lambda ls: ls and ls[-1] is None, 5)
+        lines = [l for l in self.lines if l is not None and l != MARKER]
+        return Run(lines, "\n".join(l for l in self.err if l is not None), self.proc.returncode)
+
+
+def start_tool(args, env=None):
+    """Starts `bpfscope ARGS`; returns once its probes are attached."""
+    e = dict(os.environ, **(env or {}))
+    e[MARKER] = "1"
+    p = Process([BPFSCOPE] + list(args), lambda ls: MARKER in ls, e)
+    p.wait_ready()
+    return p
+
+
+def run_tool(args, traffic=None, settle=0.3, env=None):
+    """Runs a tool around `traffic()`, then stops it with SIGINT."""
+    p = start_tool(args, env)
+    try:
+        if traffic:
+            traffic()
+        time.sleep(settle)
+    finally:
+        p.stop()
+    return p.finish()
+
+
+def start_twin(argv, header):
+    """Starts a libbpf-tools twin (line-buffered); ready when a stdout line
+    starts with `header` (they print it once attached)."""
+    p = Process(["stdbuf", "-oL"] + list(argv), lambda ls: any(l and l.startswith(header) for l in ls))
+    p.wait_ready()
+    return p
+
+
+class NetnsPair:
+    """Two network namespaces joined by a veth pair: A at 10.200.X.1 / fdc8:X::1,
+    B at .2 / ::2 (X from the pid). Deleted on exit, also on failure."""
+
+    def __init__(self, tag):
+        n = os.getpid() % 200 + 20
+        self.a, self.b = "bsA_%s_%d" % (tag, os.getpid()), "bsB_%s_%d" % (tag, os.getpid())
+        self.addr4 = {"a": "10.200.%d.1" % n, "b": "10.200.%d.2" % n}
+        self.addr6 = {"a": "fdc8:%d::1" % n, "b": "fdc8:%d::2" % n}
+
+    def __enter__(self):
+        try:
+            ip = lambda *a: subprocess.run(["ip"] + list(a), check=True)
+            ip("netns", "add", self.a)
+            ip("netns", "add", self.b)
+            ip("link", "add", "bsv0", "netns", self.a, "type", "veth", "peer", "name", "bsv1", "netns", self.b)
+            for ns, dev, k in ((self.a, "bsv0", "a"), (self.b, "bsv1", "b")):
+                ip("-n", ns, "addr", "add", self.addr4[k] + "/24", "dev", dev)
+                ip("-n", ns, "addr", "add", self.addr6[k] + "/64", "dev", dev, "nodad")
+                ip("-n", ns, "link", "set", dev, "up")
+                ip("-n", ns, "link", "set", "lo", "up")
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for ns in (self.a, self.b):
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+    def ns(self, side):
+        return self.a if side == "a" else self.b
+
+    def run(self, side, argv, **kw):
+        return subprocess.run(["ip", "netns", "exec", self.ns(side)] + list(argv), **kw)
+
+    def popen(self, side, argv, **kw):
+        return subprocess.Popen(["ip", "netns", "exec", self.ns(side)] + list(argv), **kw)
+
+
+def python_in(pair, side, code, *args, **kw):
+    """Runs Python `code` in a namespace of `pair` (with sys.argv[1:] = args)."""
+    return pair.popen(side, [sys.executable, "-c", code] + [str(a) for a in args], **kw)
+
+
+TCP_SERVER = r"""
+import socket, sys
+host, port, reply = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((host, port)); s.listen(8)
+print("ready", flush=True)
+c, _ = s.accept()
+got = 0
+while True:
+    b = c.recv(65536)
+    if not b: break
+    got += len(b)
+if reply: c.sendall(b"y" * reply)
+c.close(); s.close()
+print(got, flush=True)
+"""
+
+TCP_CLIENT = r"""
+import socket, sys
+host, port, n, lport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+c = socket.socket(fam, socket.SOCK_STREAM)
+if lport: c.bind(("", lport))
+c.connect((host, port))
+me = c.getsockname()[1]
+c.sendall(b"x" * n)
+c.shutdown(socket.SHUT_WR)
+got = 0
+while True:
+    b = c.recv(65536)
+    if not b: break
+    got += len(b)
+c.close()
+print(me, got, flush=True)
+"""
+
+
+class TcpServer:
+    """A one-connection TCP server in a namespace of `pair`, listening once
+    constructed: it reads until the client shuts down, answers `reply` bytes
+    and closes. `pid` is known before any traffic (for -p tests)."""
+
+    def __init__(self, pair, side, host, port, reply=0):
+        self.pair, self.side, self.host, self.port = pair, side, host, port
+        self.proc = python_in(pair, side, TCP_SERVER, host, port, reply, stdout=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        self.reply = reply
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def connect(self, send, lport=0):
+        """The client, on the other side: sends `send` bytes. Returns (client
+        pid, client port) once both ends are done."""
+        other = "b" if self.side == "a" else "a"
+        cli = python_in(self.pair, other, TCP_CLIENT, self.host, self.port, send, lport,
+                        stdout=subprocess.PIPE, text=True)
+        out, _ = cli.communicate(timeout=20)
+        srv_out, _ = self.proc.communicate(timeout=20)
+        assert int(srv_out.strip()) == send, srv_out
+        me, got = out.split()
+        assert int(got) == self.reply, out
+        return cli.pid, int(me)
+
+
+def tcp_session(pair, server_side, host, port, send, reply=0, lport=0):
+    """One TCP session: the client (the other side) sends `send` bytes, shuts
+    down its write side, the server answers `reply` bytes and closes.
+    Returns (client pid, client port, server pid)."""
+    srv = TcpServer(pair, server_side, host, port, reply)
+    cpid, cport = srv.connect(send, lport)
+    return cpid, cport, srv.pid
