@@ -1144,7 +1144,12 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
   for (size_t i = 0; i < program.probes.size(); ++i) {
     for (const auto& ap : program.probes[i].points) {
-      auto r = resolve_attach_point(ap.text, ap.loc, diags, options.target_pid, options.child_program);
+      auto text = expand_positionals(ap.text, options.positional);
+      if (!text) {
+        diags.error(ap.loc, text.error());
+        continue;
+      }
+      auto r = resolve_attach_point(*text, ap.loc, diags, options.target_pid, options.child_program);
       if (r) resolved[i].push_back(std::move(*r));
     }
   }
