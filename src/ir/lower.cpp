@@ -586,12 +586,10 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::Identifier:
       if (p_.const_of[id]) return constant(*p_.const_of[id], t);
       return builtin(id, t);
-    case ExprKind::Positional: {
-      if (e.ival == 0 || e.ival > p_.positional.size()) return constant(0, t);
-      const auto& s = p_.positional[e.ival - 1];
-      if (t.is_string()) return string_literal(s);
-      return constant(static_cast<int64_t>(std::strtoll(s.c_str(), nullptr, 0)), t);
-    }
+    case ExprKind::Positional:
+      // A string: the text as given (empty when unset; str($N) of a number).
+      if (t.is_string()) return string_literal(e.ival <= p_.positional.size() ? p_.positional[e.ival - 1] : "");
+      return constant(p_.const_of[id].value_or(0), t);
     case ExprKind::PositionalCount: return constant(static_cast<int64_t>(p_.positional.size()), t);
     case ExprKind::Variable: {
       int32_t var = p_.var_of[id];
