@@ -596,7 +596,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       const Type& vt = p_.var_types[var];
       if (vt.is_int()) return int_val(var_reg(var), vt);
       auto& slot = vars_[var];
-      return Val{.reg = scratch_ptr(slot.off), .type = vt};
+      return Val{.reg = scratch_ptr(slot.off), .type = vt, .local = vt.is_record()};
     }
     case ExprKind::Map: return map_read(id);
     case ExprKind::Call: return call(id, e, t);
@@ -706,7 +706,10 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       const Type& base_type = p_.type_of(e.args[0]);
       if (base_type.is_record() || (base_type.is_pointer && base_type.btf_id != 0)) {
         Val base = expr(e.args[0]);
-        return read_memory(materialize_int(base), p_.field_of[id], t, base_type.addr_space);
+        Val v = read_memory(materialize_int(base), p_.field_of[id], t,
+                            base.local ? sema::AddrSpace::Kernel : base_type.addr_space);
+        v.local = base.local && t.is_record();
+        return v;
       }
       // Tuple element.
       Val base = expr(e.args[0]);

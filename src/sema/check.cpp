@@ -262,12 +262,19 @@ void Checker::let(const Stmt& s) {
                                target.name, vt.name(), t.name()));
     }
   }
-  if (t.is_record()) {
-    error(s.loc, "a struct cannot be stored yet; store one of its fields, or a pointer to it");
-    return;
-  }
+  if (t.is_record() && !copyable_record(t, s.loc)) return;
   out_.var_of[s.target] = declare_var(target.name, t);
   set(s.target, out_.var_types[out_.var_of[s.target]]);
+}
+
+// A struct a variable may hold: a copy of its bytes in the per-CPU scratch
+// value, whose fields are then read from the copy.
+bool Checker::copyable_record(const Type& t, lang::Loc loc) {
+  constexpr uint32_t kMaxRecordCopy = 8192;
+  if (t.size > 0 && t.size <= kMaxRecordCopy) return true;
+  error(loc, fmt::format("{} ({} bytes) is too large to copy into a variable (at most {}); store a pointer to it",
+                         out_.btf->type_name(t.btf_id), t.size, kMaxRecordCopy));
+  return false;
 }
 
 // A type in `let $x: T`: integers, bool, pointers, string or string[N].
@@ -303,10 +310,11 @@ void Checker::assign(const Stmt& s) {
       out_.var_of[s.target] = declare_var(target.name, Type::none());
     return;
   }
-  if (vt.is_record()) {
-    error(value.loc, "a struct cannot be stored yet; store one of its fields, or a pointer to it");
+  if (vt.is_record() && target.kind != ExprKind::Variable) {
+    error(value.loc, "a struct cannot be stored in a map yet; store one of its fields, or a pointer to it");
     return;
   }
+  if (vt.is_record() && !copyable_record(vt, value.loc)) return;
   if (s.op != Op::None && !vt.is_int()) {
     error(value.loc, fmt::format("compound assignment needs an integer, not {}", vt.name()));
     return;

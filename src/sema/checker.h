@@ -73,6 +73,7 @@ class Checker {
 
   void let(const Stmt& s);
 
+  bool copyable_record(const Type& t, lang::Loc loc);
   std::optional<Type> let_type(std::string_view name, lang::Loc loc);
 
   void assign(const Stmt& s);

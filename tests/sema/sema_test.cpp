@@ -604,5 +604,22 @@ TEST(Sema, PositionalParameters) {
   EXPECT_NE(run("interval:s:$x { }", {"1"}).diags.find("'$x' is not a positional parameter"), std::string::npos);
 }
 
+// A struct copied into a variable: its fields (byte arrays included) read
+// from the copy.
+TEST(Sema, StructValuesInVariables) {
+  check_ok({
+      {.text = "kprobe:tcp_connect { $c = ((struct sock *)arg0)->__sk_common; $d = $c; "
+               "@a = ntop($c.skc_v6_daddr.in6_u.u6_addr8); @b = ntop(AF_INET, $d.skc_daddr); }",
+       .maps = "@a[]=inet/plain;@b[]=inet/plain",
+       .exprs = {{"$c.skc_v6_daddr.in6_u.u6_addr8", "string[16]"}, {"$d.skc_daddr", "uint32"}}},
+  });
+  check_err({
+      {"kprobe:tcp_connect { @c = ((struct sock *)arg0)->__sk_common; }",
+       "a struct cannot be stored in a map yet; store one of its fields, or a pointer to it"},
+      {"struct big { char x[10000]; } BEGIN { $p = (struct big *)0; $b = *$p; }",
+       "struct big (10000 bytes) is too large to copy into a variable (at most 8192); store a pointer to it"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
