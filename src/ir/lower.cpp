@@ -586,19 +586,17 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::Identifier:
       if (p_.const_of[id]) return constant(*p_.const_of[id], t);
       return builtin(id, t);
-    case ExprKind::Positional: {
-      if (e.ival == 0 || e.ival > p_.positional.size()) return constant(0, t);
-      const auto& s = p_.positional[e.ival - 1];
-      if (t.is_string()) return string_literal(s);
-      return constant(static_cast<int64_t>(std::strtoll(s.c_str(), nullptr, 0)), t);
-    }
+    case ExprKind::Positional:
+      // A string: the text as given (empty when unset; str($N) of a number).
+      if (t.is_string()) return string_literal(e.ival <= p_.positional.size() ? p_.positional[e.ival - 1] : "");
+      return constant(p_.const_of[id].value_or(0), t);
     case ExprKind::PositionalCount: return constant(static_cast<int64_t>(p_.positional.size()), t);
     case ExprKind::Variable: {
       int32_t var = p_.var_of[id];
       const Type& vt = p_.var_types[var];
       if (vt.is_int()) return int_val(var_reg(var), vt);
       auto& slot = vars_[var];
-      return Val{.reg = scratch_ptr(slot.off), .type = vt};
+      return Val{.reg = scratch_ptr(slot.off), .type = vt, .local = vt.is_record()};
     }
     case ExprKind::Map: return map_read(id);
     case ExprKind::Call: return call(id, e, t);
@@ -708,7 +706,10 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       const Type& base_type = p_.type_of(e.args[0]);
       if (base_type.is_record() || (base_type.is_pointer && base_type.btf_id != 0)) {
         Val base = expr(e.args[0]);
-        return read_memory(materialize_int(base), p_.field_of[id], t, base_type.addr_space);
+        Val v = read_memory(materialize_int(base), p_.field_of[id], t,
+                            base.local ? sema::AddrSpace::Kernel : base_type.addr_space);
+        v.local = base.local && t.is_record();
+        return v;
       }
       // Tuple element.
       Val base = expr(e.args[0]);

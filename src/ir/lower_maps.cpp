@@ -434,6 +434,13 @@ void Lowerer::copy_to(VregId dst, uint32_t off, const Val& v, const Type& to) {
     copy_bytes(dst, off, v.reg, to.mem_size());
     return;
   }
+  if (to.is_record()) {
+    // A struct into a variable: its bytes, from where the value points.
+    VregId d = off ? b_.alu_imm(AluOp::Add, dst, off) : dst;
+    const bool user = !v.local && v.type.addr_space == sema::AddrSpace::User;
+    checked_call(user ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel, {d, b_.imm(to.size), v.reg});
+    return;
+  }
   if (to.is_tuple()) {
     if (v.type.is_tuple() && v.type == to) {
       copy_bytes(dst, off, v.reg, to.mem_size());

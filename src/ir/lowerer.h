@@ -40,6 +40,7 @@ struct Val {
   Type type;
   std::optional<std::string> literal;  // string literal bytes (without the NUL)
   std::optional<int64_t> constant;     // integer known at compile time
+  bool local = false;  // a record copied into BPF memory (a variable): read with probe_read_kernel
 };
 
 // Copies of at most this many bytes are inlined as loads and stores; longer

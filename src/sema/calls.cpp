@@ -239,7 +239,14 @@ Type Checker::call(ExprId id) {
       return Type::none();
     }
     case Function::Str: {
+      // str($N) is the parameter's text, whether or not it reads as a number.
+      const Expr& arg = ast_.expr(e.args[0]);
       Type t = expr(e.args[0]);
+      if (arg.kind == ExprKind::Positional) {
+        out_.const_of[e.args[0]].reset();
+        const size_t len = arg.ival >= 1 && arg.ival <= out_.positional.size() ? out_.positional[arg.ival - 1].size() : 0;
+        t = set(e.args[0], Type::string(static_cast<uint32_t>(len + 1)));
+      }
       uint32_t cap = out_.config.max_strlen;
       if (e.args.size() == 2) {
         // A constant length sizes the string; a run-time one is clamped to

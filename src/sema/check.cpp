@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 #include "sema/cdefs.h"
@@ -43,18 +45,14 @@ output::AggKind agg_of(Function f) {
 }
 
 std::optional<int64_t> parse_int_param(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  bool neg = s[0] == '-';
-  std::string_view digits = neg ? s.substr(1) : s;
-  int base = 10;
-  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-    base = 16;
-    digits = digits.substr(2);
-  }
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
-  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty()) return std::nullopt;
-  return neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  // As bpftrace's std::stoll(s, &end, 0): leading blanks, a sign, 0x hex or
+  // 0 octal; the whole text, in range.
+  const std::string text(s);
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 0);
+  if (text.empty() || errno == ERANGE || end == text.c_str() || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(v);
 }
 
 // Checks one probe body against the kinds and targets of its attach points.
@@ -264,12 +262,19 @@ void Checker::let(const Stmt& s) {
                                target.name, vt.name(), t.name()));
     }
   }
-  if (t.is_record()) {
-    error(s.loc, "a struct cannot be stored yet; store one of its fields, or a pointer to it");
-    return;
-  }
+  if (t.is_record() && !copyable_record(t, s.loc)) return;
   out_.var_of[s.target] = declare_var(target.name, t);
   set(s.target, out_.var_types[out_.var_of[s.target]]);
+}
+
+// A struct a variable may hold: a copy of its bytes in the per-CPU scratch
+// value, whose fields are then read from the copy.
+bool Checker::copyable_record(const Type& t, lang::Loc loc) {
+  constexpr uint32_t kMaxRecordCopy = 8192;
+  if (t.size > 0 && t.size <= kMaxRecordCopy) return true;
+  error(loc, fmt::format("{} ({} bytes) is too large to copy into a variable (at most {}); store a pointer to it",
+                         out_.btf->type_name(t.btf_id), t.size, kMaxRecordCopy));
+  return false;
 }
 
 // A type in `let $x: T`: integers, bool, pointers, string or string[N].
@@ -305,10 +310,11 @@ void Checker::assign(const Stmt& s) {
       out_.var_of[s.target] = declare_var(target.name, Type::none());
     return;
   }
-  if (vt.is_record()) {
-    error(value.loc, "a struct cannot be stored yet; store one of its fields, or a pointer to it");
+  if (vt.is_record() && target.kind != ExprKind::Variable) {
+    error(value.loc, "a struct cannot be stored in a map yet; store one of its fields, or a pointer to it");
     return;
   }
+  if (vt.is_record() && !copyable_record(vt, value.loc)) return;
   if (s.op != Op::None && !vt.is_int()) {
     error(value.loc, fmt::format("compound assignment needs an integer, not {}", vt.name()));
     return;
@@ -446,10 +452,7 @@ std::optional<int64_t> Checker::constant(ExprId id) {
     auto v = constant(e.args[0]);
     if (v) return -*v;
   }
-  if (e.kind == ExprKind::Positional) {
-    if (e.ival == 0 || e.ival > out_.positional.size()) return 0;
-    return parse_int_param(out_.positional[e.ival - 1]);
-  }
+  if (e.kind == ExprKind::Positional) return out_.const_of[id];
   return std::nullopt;
 }
 
@@ -774,9 +777,15 @@ Type Checker::expr(ExprId id) {
       return set(id, Type::integer(b->size, b->is_signed));
     }
     case ExprKind::Positional: {
-      if (e.ival == 0 || e.ival > out_.positional.size()) return set(id, Type::integer(8, true));
+      // An unset parameter is 0; one that reads as an integer is that
+      // integer everywhere (the lowering takes const_of); others are strings.
+      if (e.ival == 0 || e.ival > out_.positional.size()) {
+        out_.const_of[id] = 0;
+        return set(id, Type::integer(8, true));
+      }
       const auto& p = out_.positional[e.ival - 1];
-      if (parse_int_param(p)) return set(id, Type::integer(8, true));
+      out_.const_of[id] = parse_int_param(p);
+      if (out_.const_of[id]) return set(id, Type::integer(8, true));
       return set(id, Type::string(static_cast<uint32_t>(p.size() + 1)));
     }
     case ExprKind::PositionalCount: return set(id, Type::integer(8, true));
@@ -1144,7 +1153,12 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
   for (size_t i = 0; i < program.probes.size(); ++i) {
     for (const auto& ap : program.probes[i].points) {
-      auto r = resolve_attach_point(ap.text, ap.loc, diags, options.target_pid, options.child_program);
+      auto text = expand_positionals(ap.text, options.positional);
+      if (!text) {
+        diags.error(ap.loc, text.error());
+        continue;
+      }
+      auto r = resolve_attach_point(*text, ap.loc, diags, options.target_pid, options.child_program);
       if (r) resolved[i].push_back(std::move(*r));
     }
   }

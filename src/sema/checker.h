@@ -27,7 +27,8 @@ using lang::StmtId;
 using lang::StmtKind;
 
 const char* agg_name(output::AggKind k);
-// An integer parameter ($1, getopt values): decimal or 0x hex, optionally negative.
+// An integer parameter ($1, getopt values) as bpftrace reads one: decimal, 0x
+// hex or 0 octal, optionally signed; nullopt for other text and out of range.
 std::optional<int64_t> parse_int_param(std::string_view s);
 // The type of a tracepoint field as bpfscope sees it.
 Type field_type(const bpf::TracepointField& f, std::string_view category, uint32_t max_strlen);
@@ -72,6 +73,7 @@ class Checker {
 
   void let(const Stmt& s);
 
+  bool copyable_record(const Type& t, lang::Loc loc);
   std::optional<Type> let_type(std::string_view name, lang::Loc loc);
 
   void assign(const Stmt& s);

@@ -407,6 +407,35 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
   return std::nullopt;
 }
 
+std::expected<std::string, std::string> expand_positionals(std::string_view text,
+                                                           const std::vector<std::string>& params) {
+  std::string out;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') quoted = !quoted;
+    if (c != '$' || quoted) {
+      out += c;
+      continue;
+    }
+    size_t end = text.find_first_of(":\"", i + 1);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view index = text.substr(i + 1, end - i - 1);
+    size_t digits = 0;
+    while (digits < index.size() && std::isdigit(static_cast<unsigned char>(index[digits]))) ++digits;
+    auto n = parse_u64(index.substr(0, digits));
+    if (!n || *n == 0)
+      return std::unexpected(fmt::format("'${}' is not a positional parameter: use $1, $2, ...", index));
+    if (digits != index.size())
+      return std::unexpected(fmt::format(
+          "Found trailing text '{}' in positional parameter index. Try quoting the trailing text.",
+          index.substr(digits)));
+    if (*n <= params.size()) out += params[*n - 1];
+    i = end - 1;
+  }
+  return out;
+}
+
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid,
                                                         std::string_view child_program) {
@@ -627,7 +656,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       if (parts.size() == 3) {
         auto n = parse_u64(parts[2]);
         if (!n || *n == 0) {
-          diags.error(loc, fmt::format("software probe count must be a positive integer: {}", parts[2]));
+          diags.error(loc, fmt::format("software probe count must be a positive integer, not \"{}\"", parts[2]));
           return std::nullopt;
         }
         count = *n;
@@ -647,6 +676,11 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         period = parse_period(parts[1], parts[2]);
       else if (parts.size() == 2)
         period = parse_duration(parts[1]);
+      if (!period && parts.size() == 3 && parse_period(parts[1], "1")) {
+        diags.error(loc, fmt::format("{} probe count must be a positive integer, not \"{}\"", row->canonical,
+                                     parts[2]));
+        return std::nullopt;
+      }
       if (!period) {
         diags.error(loc, fmt::format("{} probe must have a unit and a count, e.g. {}:s:1 or {}:hz:99",
                                      row->canonical, row->canonical, row->canonical));

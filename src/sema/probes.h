@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
+#include <string>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,14 @@ struct ResolvedAttachPoint {
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid = -1,
                                                         std::string_view child_program = {});
+
+// An attach point with its positional parameters replaced by their text, as
+// bpftrace does: `$N` outside double quotes takes the rest of its
+// ':'-separated segment up to a quote (interval:s:$1, uprobe:$1:main,
+// tracepoint:syscalls:sys_enter_$1, kprobe:$1"_x"); an unset one is empty.
+// The error says what is wrong with a `$` that does not name a parameter.
+std::expected<std::string, std::string> expand_positionals(std::string_view text,
+                                                           const std::vector<std::string>& params);
 
 // x86-64 register names (USDT argument specs, reg()) as offsets in struct
 // pt_regs: "rsp", "esp", "sp" and "spl" are 152.

@@ -25,7 +25,7 @@ uint32_t Type::mem_size() const {
     case TypeKind::Bool: return 8;
     case TypeKind::String: return align8(size);
     case TypeKind::Tuple: return size;
-    case TypeKind::Record: return 8;  // only ever its address
+    case TypeKind::Record: return align8(size);  // a struct copied into a variable
     case TypeKind::Inet: return 24;
     case TypeKind::Stack:
     case TypeKind::Symbol: return 16;

@@ -21,7 +21,8 @@ enum class TypeKind {
   Bool,    // comparisons and logical operators; 8 bytes in memory
   String,  // fixed capacity `size` bytes including the NUL
   Tuple,   // elems, each at offsets[i]; a record (a=1, b="x") when `names` is set
-  Record,  // a kernel struct or union (btf_id) at an address: a base for field access
+  Record,  // a kernel struct or union (btf_id) at an address: a base for field access; a variable
+           // holds a copy of its `size` bytes
   Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
   Stack,   // kstack/ustack (user): u64 stack id, u64 pid; size = frame limit
   Symbol,  // ksym/usym (user): u64 address, u64 pid; printed as the symbol name

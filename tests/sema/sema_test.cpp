@@ -558,5 +558,68 @@ TEST(Sema, TuplesAndRecords) {
   });
 }
 
+// Positional parameters: integer-looking ones (as bpftrace's stoll reads
+// them) are integers everywhere, others strings; str($N) is always the text;
+// in an attach point $N is replaced by its text.
+TEST(Sema, PositionalParameters) {
+  auto run = [](const std::string& text, std::vector<std::string> params) {
+    Options options;
+    options.positional = std::move(params);
+    return analyse_text(text, options);
+  };
+  for (const auto& [param, value] : std::vector<std::pair<std::string, int64_t>>{
+           {"42", 42}, {"0x10", 16}, {"-5", -5}, {"010", 8}, {"+7", 7}}) {
+    SCOPED_TRACE(param);
+    auto a = run("BEGIN { @m[$1] = $1 + 1; printf(\"%d %s\\n\", $1, str($1)); }", {param});
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    EXPECT_EQ(describe_maps(*a.typed), "@m[int64]=int64/plain");
+    EXPECT_EQ(type_of_text(*a.typed, "str($1)"), "string[" + std::to_string(param.size() + 1) + "]");
+    for (lang::ExprId e = 0; e < a.ast->exprs.size(); ++e) {
+      if (a.ast->expr(e).kind == lang::ExprKind::Positional && a.typed->type_of(e).is_int()) {
+        EXPECT_EQ(a.typed->const_of[e], value);
+      }
+    }
+  }
+  auto s = run("BEGIN { @s = $1; @n = $2; @u = $3; @t = str($3); }", {"abc", "18446744073709551616"});
+  ASSERT_TRUE(s.typed.has_value()) << s.diags;
+  EXPECT_EQ(describe_maps(*s.typed), "@s[]=string[4]/plain;@n[]=string[21]/plain;@u[]=int64/plain;@t[]=string[1]/plain");
+
+  auto p = run("interval:ms:$1 { } profile:hz:$2 { } software:cpu-clock:$1 { }", {"100", "99"});
+  ASSERT_TRUE(p.typed.has_value()) << p.diags;
+  EXPECT_EQ(describe_units(*p.typed), "3:1,1,1");
+  EXPECT_EQ(p.typed->units[0].targets[0].name, "interval:ms:100");
+  EXPECT_EQ(p.typed->units[0].targets[0].period, 100000000u);
+  EXPECT_EQ(p.typed->units[1].targets[0].name, "profile:hz:99");
+  EXPECT_EQ(p.typed->units[2].targets[0].period, 100u);
+
+  EXPECT_NE(run("interval:s:$1 { }", {}).diags.find(
+                "stdin:1:1-14: ERROR: interval probe count must be a positive integer, not \"\"\n"
+                "interval:s:$1 { }\n~~~~~~~~~~~~~"),
+            std::string::npos);
+  EXPECT_NE(run("profile:hz:$1 { }", {"fast"}).diags.find("profile probe count must be a positive integer, not \"fast\""),
+            std::string::npos);
+  EXPECT_NE(run("interval:s:$1s { }", {"1"}).diags.find(
+                "ERROR: Found trailing text 's' in positional parameter index. Try quoting the trailing text."),
+            std::string::npos);
+  EXPECT_NE(run("interval:s:$x { }", {"1"}).diags.find("'$x' is not a positional parameter"), std::string::npos);
+}
+
+// A struct copied into a variable: its fields (byte arrays included) read
+// from the copy.
+TEST(Sema, StructValuesInVariables) {
+  check_ok({
+      {.text = "kprobe:tcp_connect { $c = ((struct sock *)arg0)->__sk_common; $d = $c; "
+               "@a = ntop($c.skc_v6_daddr.in6_u.u6_addr8); @b = ntop(AF_INET, $d.skc_daddr); }",
+       .maps = "@a[]=inet/plain;@b[]=inet/plain",
+       .exprs = {{"$c.skc_v6_daddr.in6_u.u6_addr8", "string[16]"}, {"$d.skc_daddr", "uint32"}}},
+  });
+  check_err({
+      {"kprobe:tcp_connect { @c = ((struct sock *)arg0)->__sk_common; }",
+       "a struct cannot be stored in a map yet; store one of its fields, or a pointer to it"},
+      {"struct big { char x[10000]; } BEGIN { $p = (struct big *)0; $b = *$p; }",
+       "struct big (10000 bytes) is too large to copy into a variable (at most 8192); store a pointer to it"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
