@@ -695,6 +695,25 @@ std::optional<uint32_t> Btf::enum_of(std::string_view name) const {
   return it->second.first;
 }
 
+std::optional<std::string> Btf::enumerator_name(uint32_t enum_id, int64_t value) const {
+  State& s = state();
+  if (!s.t.ok()) return std::nullopt;
+  const btf_type* t = s.t.type(resolve(enum_id));
+  if (!t) return std::nullopt;
+  if (btf_is_enum64(t)) {
+    const struct btf_enum64* e = btf_enum64(t);
+    for (uint16_t i = 0; i < btf_vlen(t); ++i)
+      if (static_cast<int64_t>(btf_enum64_value(e + i)) == value) return std::string(s.t.str(e[i].name_off));
+  } else if (btf_is_enum(t)) {
+    const struct btf_enum* e = btf_enum(t);
+    for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+      int64_t v = btf_kflag(t) ? e[i].val : static_cast<int64_t>(static_cast<uint32_t>(e[i].val));
+      if (v == value || static_cast<int32_t>(v) == value) return std::string(s.t.str(e[i].name_off));
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<uint32_t> Btf::find_var(std::string_view name) const {
   State& s = state();
   if (!s.t.ok() || name.empty()) return std::nullopt;

@@ -132,6 +132,9 @@ class Btf {
   std::optional<int64_t> enum_value(std::string_view name) const;
   // The enum type declaring an enumerator.
   std::optional<uint32_t> enum_of(std::string_view name) const;
+  // The name of `value` in enum `enum_id` (ENUM or ENUM64); nullopt when it
+  // has none (or the id is not an enum).
+  std::optional<std::string> enumerator_name(uint32_t enum_id, int64_t value) const;
   // A kernel variable's BTF_KIND_VAR id (per-CPU variables: percpu_kaddr).
   std::optional<uint32_t> find_var(std::string_view name) const;
   // A BTF_KIND_FUNC id (for fentry/fexit attach_btf_id).

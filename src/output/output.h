@@ -25,6 +25,7 @@ struct Value {
   std::vector<Value> elems;  // Tuple, Array
   std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
   bool pointer = false;  // UInt holding an address: text prints it as hex (0x32), JSON as a number
+  bool is_enum = false;  // Int/UInt of an enum with a name for it in `s`: text prints the name, JSON the number
 
   // The integer as int64 bits, whatever its kind (0 for strings, tuples, none).
   int64_t as_i64() const {

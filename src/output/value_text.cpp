@@ -14,10 +14,13 @@ void append_text(std::string& out, const Value& v) {
       // bpftrace has no text for a missing value in map lines; print nothing.
       return;
     case Value::Kind::Int:
-      fmt::format_to(std::back_inserter(out), "{}", v.i);
+      if (v.is_enum) out += v.s;
+      else fmt::format_to(std::back_inserter(out), "{}", v.i);
       return;
     case Value::Kind::UInt:
-      if (v.pointer)
+      if (v.is_enum)
+        out += v.s;
+      else if (v.pointer)
         fmt::format_to(std::back_inserter(out), "0x{:x}", v.u);
       else
         fmt::format_to(std::back_inserter(out), "{}", v.u);

@@ -79,8 +79,14 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
       uint64_t v;
       std::memcpy(&v, p, 8);
       if (t.is_pointer) return output::Value::of_pointer(v);
-      if (t.is_signed) return output::Value::of_int(static_cast<int64_t>(v));
-      return output::Value::of_uint(v);
+      output::Value out = t.is_signed ? output::Value::of_int(static_cast<int64_t>(v)) : output::Value::of_uint(v);
+      if (t.enum_id && resolver) {
+        if (auto name = resolver->enumerator(t.enum_id, static_cast<int64_t>(v))) {
+          out.is_enum = true;
+          out.s = std::move(*name);
+        }
+      }
+      return out;
     }
     case sema::TypeKind::String: {
       size_t n = strnlen(reinterpret_cast<const char*>(p), t.size);

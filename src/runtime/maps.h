@@ -1,6 +1,7 @@
 // Reading bpfscope's maps back into output values. Internal to the runtime.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ class Resolver {
     (void)format;
     (void)boot_ns;
     return "";
+  }
+  // The enumerator of BTF enum `enum_id` with value v, if it has one.
+  virtual std::optional<std::string> enumerator(uint32_t enum_id, int64_t v) const {
+    (void)enum_id;
+    (void)v;
+    return std::nullopt;
   }
 };
 

@@ -96,11 +96,12 @@ int64_t boot_to_realtime_ns() {
 }
 
 // Names what decoded values refer to: stacks and symbols through the
-// symbolizer, strftime() timestamps through the program's formats.
+// symbolizer, strftime() timestamps through the program's formats, enum
+// values through BTF.
 class ValueNames : public Resolver {
  public:
-  ValueNames(const Symbolizer& symbols, const std::vector<std::string>& formats)
-      : symbols_(symbols), formats_(formats), offset_(boot_to_realtime_ns()) {}
+  ValueNames(const Symbolizer& symbols, const std::vector<std::string>& formats, const bpf::Btf* btf)
+      : symbols_(symbols), formats_(formats), btf_(btf), offset_(boot_to_realtime_ns()) {}
 
   std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override {
     return symbols_.stack(user, id, pid, limit, mode);
@@ -110,10 +111,14 @@ class ValueNames : public Resolver {
     if (format >= formats_.size()) return "(?)";
     return output::format_time(formats_[format], static_cast<uint64_t>(static_cast<int64_t>(boot_ns) + offset_));
   }
+  std::optional<std::string> enumerator(uint32_t enum_id, int64_t v) const override {
+    return btf_ ? btf_->enumerator_name(enum_id, v) : std::nullopt;
+  }
 
  private:
   const Symbolizer& symbols_;
   const std::vector<std::string>& formats_;
+  const bpf::Btf* btf_;
   int64_t offset_;
 };
 
@@ -353,7 +358,7 @@ class Session {
     }
     symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get(),
                                                map_fds_[m_.support.build_id_stacks].get());
-    names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats);
+    names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
     if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
     return 0;

@@ -188,6 +188,11 @@ Type Checker::args_field(const Expr& e) {
 
 // A tracepoint field `struct sockaddr *uservaddr` points to the BTF struct.
 void Checker::struct_pointee(const bpf::TracepointField& f, Type& t) {
+  // An `enum skb_drop_reason reason` field prints by name.
+  if (t.kind == TypeKind::Int && !t.is_pointer && f.type.starts_with("enum ")) {
+    if (auto id = out_.btf->find_type(f.type)) t.enum_id = *id;
+    return;
+  }
   if (!t.is_pointer || t.pointee()) return;
   std::string_view type = f.type;
   if (type.starts_with("const ")) type.remove_prefix(6);
@@ -276,7 +281,11 @@ std::optional<Type> Checker::btf_value_type(uint32_t type_id) {
   switch (bt->kind) {
     case K::Int:
     case K::Enum:
-      if (bt->size == 1 || bt->size == 2 || bt->size == 4 || bt->size == 8) return Type::integer(bt->size, bt->is_signed);
+      if (bt->size == 1 || bt->size == 2 || bt->size == 4 || bt->size == 8) {
+        Type t = Type::integer(bt->size, bt->is_signed);
+        if (bt->kind == K::Enum) t.enum_id = bt->id;
+        return t;
+      }
       return std::nullopt;
     case K::Pointer: {
       // char * points to int8 (not a char array); void * to nothing.
@@ -361,6 +370,11 @@ std::optional<Type> Checker::type_of_name(std::string_view name, lang::Loc loc) 
     Type p = pointer_to(name, loc);
     if (p.kind == TypeKind::None) return std::nullopt;
     t = p.elems[0];
+  } else if (auto id = name.starts_with("enum ") ? out_.btf->find_type(name) : std::nullopt) {
+    // (enum skb_drop_reason)x: an integer of the enum's size, printed by name.
+    auto bt = out_.btf->type(*id);
+    t = Type::integer(bt && bt->size ? bt->size : 4, bt && bt->is_signed);
+    t.enum_id = *id;
   } else {
     error(loc, fmt::format("Cannot resolve unknown type \"{}\"", name));
     return std::nullopt;

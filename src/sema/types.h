@@ -51,6 +51,7 @@ struct Type {
   bool is_pointer = false;  // Int holding an address (tracepoint `const char *`)
   AddrSpace addr_space = AddrSpace::None;
   uint32_t btf_id = 0;  // Int pointer: the BTF type pointed to (0: unknown); Record: the struct
+  uint32_t enum_id = 0;  // Int: the BTF enum whose values it holds (printed by name, 0.22)
   bool user = false;    // Stack, Symbol: user space rather than the kernel
   StackMode stack_mode = StackMode::Bpftrace;  // Stack
   NameTable table = NameTable::Errno;          // Named

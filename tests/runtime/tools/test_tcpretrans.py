@@ -1,0 +1,95 @@
+"""tcpretrans under induced loss: nftables drops 5% of the segments a
+namespace receives, and the tool's count of retransmits equals the kernel's
+TcpRetransSegs in the sender's namespace."""
+import re
+import subprocess
+import unittest
+
+from toolrun import NetnsPair, mount_tracefs, run_tool, tcp_session
+
+SEND = 3000000
+
+
+def nstat(pair, name):
+    """The counter summed over both namespaces (the receiver retransmits too,
+    its FIN when the ACK of it is dropped)."""
+    total = 0
+    for side in ("a", "b"):
+        out = pair.run(side, ["nstat", "-saz", name], capture_output=True, text=True, check=True).stdout
+        m = re.search(r"^%s\s+(\d+)" % name, out, re.M)
+        total += int(m.group(1)) if m else 0
+    return total
+
+
+class LossyPair(NetnsPair):
+    """A namespace pair whose side a drops 5% of the TCP segments to PORT, and
+    whose side b sends one segment per skb (so retransmits are segments)."""
+
+    def __init__(self, tag, port):
+        super().__init__(tag)
+        self.port = port
+
+    def __enter__(self):
+        super().__enter__()
+        try:
+            self.run("b", ["ip", "link", "set", "dev", "bsv1", "gso_max_segs", "1"], check=True)
+            for rule in (["add", "table", "inet", "bpfscope"],
+                         ["add", "chain", "inet", "bpfscope", "in", "{ type filter hook input priority 0; }"],
+                         ["add", "rule", "inet", "bpfscope", "in", "tcp", "dport", str(self.port), "numgen", "random",
+                          "mod", "100", "<", "5", "counter", "drop"]):
+                self.run("a", ["nft"] + rule, check=True)
+        except Exception:
+            super().__exit__(None, None, None)
+            raise
+        return self
+
+
+class TcpretransTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_events_match_nstat(self):
+        with LossyPair("rtx", 5301) as pair:
+            before = nstat(pair, "TcpRetransSegs")
+            run = run_tool(["tcpretrans"], lambda: tcp_session(pair, "a", pair.addr4["a"], 5301, SEND), settle=0.5)
+            segs = nstat(pair, "TcpRetransSegs") - before
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0].split(), ["TIME", "PID", "IP", "LADDR:LPORT", "T>", "RADDR:RPORT", "STATE"])
+        events = run.lines[1:]
+        self.assertGreater(segs, 0)
+        self.assertEqual(len(events), segs, run)
+        for line in events:
+            c = line.split()
+            self.assertRegex(c[0], r"^\d\d:\d\d:\d\d$")
+            self.assertEqual(c[2], "4")
+            self.assertEqual(c[4], "R>")
+            ends = sorted([c[3], c[5]])
+            self.assertIn("%s:5301" % pair.addr4["a"], ends, line)
+
+    def test_count_mode_ipv6_and_json(self):
+        with LossyPair("rtxc", 5302) as pair:
+            before = nstat(pair, "TcpRetransSegs")
+            run = run_tool(["tcpretrans", "-c", "-6"],
+                           lambda: (tcp_session(pair, "a", pair.addr6["a"], 5302, SEND),
+                                    tcp_session(pair, "a", pair.addr4["a"], 5302, SEND // 3)), settle=0.5)
+            json_run = run_tool(["tcpretrans", "-f", "json"],
+                                lambda: tcp_session(pair, "a", pair.addr6["a"], 5302, SEND // 3), settle=0.5)
+            total = nstat(pair, "TcpRetransSegs") - before
+        self.assertEqual(run.rc, 0, run)
+        rows = [l.split() for l in run.lines if "<->" in l]
+        self.assertIn(len(rows), (1, 2), run)
+        self.assertIn("%s:5302" % pair.addr6["a"], (rows[0][0], rows[0][2]), run)
+        events = [m["data"] for m in json_run.json("event")]
+        # The IPv4 session's retransmits are not in the -6 count; all are in nstat.
+        counted = sum(int(r[3]) for r in rows)
+        self.assertGreater(counted, 0)
+        self.assertLessEqual(counted + len(events), total)
+        for e in events:
+            self.assertIn(5302, (e["lport"], e["rport"]))
+            self.assertEqual(e["ip"], 6)
+            self.assertIn(e["state"], ("ESTABLISHED", "FIN_WAIT1", "CLOSING", "LAST_ACK", "SYN_SENT"))
+
+
+if __name__ == "__main__":
+    unittest.main()
