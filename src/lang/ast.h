@@ -61,7 +61,10 @@ struct Expr {
   bool type_arg = false;  // Sizeof: the argument is a type name in `name`
   std::vector<ExprId> args;
   std::vector<StmtId> body;  // Block: its statements
-  std::vector<std::string> field_names;  // Tuple: a record's field names, one per arg (empty: a plain tuple)
+  // Tuple: a record's field names, one per arg (empty: a plain tuple). Call:
+  // the argument names of printf("...", pid=pid), one per arg, "" for an
+  // unnamed one (empty: no argument is named).
+  std::vector<std::string> field_names;
 };
 
 enum class StmtKind {

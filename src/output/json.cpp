@@ -279,6 +279,10 @@ std::string json_helper_error(std::string_view msg, std::string_view helper, int
       json_string(msg), json_string(helper), retcode, json_string(filename), line, col);
 }
 
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values) {
+  return fmt::format("{{\"type\": \"event\", \"data\": {}}}\n", json_value(Value::of_record(names, values)));
+}
+
 std::string json_value_event(const Value& v) {
   return fmt::format("{{\"type\": \"value\", \"data\": {}}}\n", json_value(v));
 }

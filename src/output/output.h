@@ -159,6 +159,10 @@ std::string json_event(std::string_view type, std::string_view text);
 std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
                          uint32_t col);
 
+// A printf with named arguments (a bpfscope extension): `{"type": "event",
+// "data": {"pid": 123, "comm": "bash"}}`, each value as json_value.
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values);
+
 // print() of a non-map value: `{"type": "value", "data": <json_value>}`.
 std::string json_value_event(const Value& v);
 

@@ -584,6 +584,10 @@ class Session {
     for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], names_.get()));
     switch (a.kind) {
       case sema::ActionKind::Printf: {
+        if (o_.json && !a.arg_names.empty()) {
+          emit_out(output::json_named_event(a.arg_names, args));
+          break;
+        }
         std::string s = output::format_printf(a.printf_format, args);
         emit_out(o_.json ? output::json_event("printf", s) : s);
         break;

@@ -148,6 +148,10 @@ Type Checker::call(ExprId id) {
     return Type::none();
   }
   out_.function_of[id] = row->id;
+  if (!e.field_names.empty() && row->id != Function::Printf) {
+    error(e.loc, "only printf() takes named arguments");
+    return Type::none();
+  }
   if (!arg_count_ok(e, *row)) return Type::none();
   switch (row->id) {
     case Function::None: return Type::none();
@@ -854,6 +858,17 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     return Type::none();
   }
   set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
+  // Named arguments: every one after the format, or none.
+  std::vector<std::string> names;
+  if (!e.field_names.empty()) {
+    for (size_t i = 0; i < e.args.size(); ++i)
+      if (e.field_names[i].empty() != (i == 0)) {
+        error(ast_.expr(e.args[i]).loc, i == 0 ? "printf: the format cannot be named"
+                                               : "printf: name every argument after the format, or none");
+        return Type::none();
+      }
+    names.assign(e.field_names.begin() + 1, e.field_names.end());
+  }
   auto parsed = output::parse_printf(f.sval);
   if (auto* msg = std::get_if<std::string>(&parsed)) {
     error(f.loc, *msg);
@@ -892,6 +907,7 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
   int32_t act = add_action(kind, e.loc, std::move(args));
   out_.actions[act].format = f.sval;
   out_.actions[act].printf_format = std::move(format);
+  out_.actions[act].arg_names = std::move(names);
   out_.action_of[id] = act;
   return Type::none();
 }

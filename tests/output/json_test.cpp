@@ -111,6 +111,8 @@ TEST(JsonEvents, Examples) {
               "{\"type\": \"attached_probes\", \"count\": 1, \"data\": {\"probes\": 1}}\n");
   expect_line(json_lost(42),
               "{\"type\": \"lost_events\", \"count\": 42, \"data\": {\"events\": 42}}\n");
+  expect_line(json_named_event({"pid", "comm"}, {I(123), S("bash")}),
+              "{\"type\": \"event\", \"data\": {\"pid\": 123, \"comm\": \"bash\"}}\n");
   expect_line(json_value_event(I(5)), "{\"type\": \"value\", \"data\": 5}\n");
   expect_line(json_value_event(S("s")), "{\"type\": \"value\", \"data\": \"s\"}\n");
   expect_line(json_value_event(T({I(1), S("b")})), "{\"type\": \"value\", \"data\": [1,\"b\"]}\n");

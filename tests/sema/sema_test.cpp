@@ -558,5 +558,23 @@ TEST(Sema, TuplesAndRecords) {
   });
 }
 
+// bpfscope's extensions for the tool suite: named printf arguments,
+// fractional printf values, in_list() and constant string comparison.
+TEST(Sema, PrintfNamedArguments) {
+  auto a = analyse_text("BEGIN { printf(\"%d %s\\n\", pid=pid, comm=comm); printf(\"%d\\n\", 1); }");
+  ASSERT_TRUE(a.typed.has_value()) << a.diags;
+  ASSERT_EQ(a.typed->actions.size(), 2u);
+  EXPECT_EQ(a.typed->actions[0].arg_names, (std::vector<std::string>{"pid", "comm"}));
+  EXPECT_TRUE(a.typed->actions[1].arg_names.empty());
+  check_err({
+      {"BEGIN { print(a=1); }", "stdin:1:9-19: ERROR: only printf() takes named arguments"},
+      {"BEGIN { errorf(\"%d\", a=1); }", "stdin:1:9-26: ERROR: only printf() takes named arguments"},
+      {"BEGIN { printf(\"%d %d\", a=1, 2); }",
+       "stdin:1:30-31: ERROR: printf: name every argument after the format, or none"},
+      {"BEGIN { printf(f=\"%d\", a=1); }", "printf: the format cannot be named"},
+      {"BEGIN { printf(\"%d\", a=\"s\"); }", "printf: %d specifier expects a value of type integer"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
