@@ -17,6 +17,7 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 
 enum class ExprKind {
   Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg)
+  Float,        // fval: a floating-point literal; sema accepts it only as a printf argument's divisor
   String,       // sval: the literal with escapes decoded
   Identifier,   // name: a builtin (pid, comm, args, ...), a constant or a type name
   Positional,   // ival = N for $N
@@ -55,6 +56,7 @@ struct Expr {
   Loc loc;
   Op op = Op::None;
   uint64_t ival = 0;
+  double fval = 0;  // Float
   std::string name;
   std::string sval;
   bool arrow = false;     // Field: written with "->"

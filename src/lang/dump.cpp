@@ -157,6 +157,7 @@ class Dumper {
     const Expr& e = p_.expr(id);
     switch (e.kind) {
       case ExprKind::Integer: line(depth, fmt::format("int {}", e.ival)); break;
+      case ExprKind::Float: line(depth, fmt::format("float {}", e.fval)); break;
       case ExprKind::String: line(depth, "string " + quote(e.sval)); break;
       case ExprKind::Identifier: line(depth, "identifier " + e.name); break;
       case ExprKind::Positional: line(depth, fmt::format("positional ${}", e.ival)); break;

@@ -83,7 +83,7 @@ bool is_tag(std::string_view word) { return word == "struct" || word == "union" 
 
 bool starts_expr(Tok k) {
   switch (k) {
-    case Tok::Int: case Tok::String: case Tok::Ident: case Tok::Variable: case Tok::Positional:
+    case Tok::Int: case Tok::Float: case Tok::String: case Tok::Ident: case Tok::Variable: case Tok::Positional:
     case Tok::PositionalCount: case Tok::Map: case Tok::Sizeof: case Tok::Offsetof: case Tok::LParen:
     case Tok::Minus: case Tok::Bang: case Tok::Tilde: case Tok::Star: case Tok::Amp: case Tok::Inc:
     case Tok::Dec:
@@ -934,6 +934,10 @@ ExprId Parser::parse_primary() {
     case Tok::Positional:
       e.kind = t.kind == Tok::Int ? ExprKind::Integer : ExprKind::Positional;
       e.ival = t.ival;
+      break;
+    case Tok::Float:
+      e.kind = ExprKind::Float;
+      e.fval = t.fval;
       break;
     case Tok::String:
       e.kind = ExprKind::String;

@@ -559,6 +559,15 @@ TEST(Parser, NamedCallArguments) {
   });
 }
 
+TEST(Parser, FloatLiterals) {
+  check({
+      {"BEGIN { printf(\"%.2f\", $b / 1024.0); }",
+       "probe BEGIN\n call printf\n  string \"%.2f\"\n  binop /\n   variable $b\n   float 1024\n"},
+      {"BEGIN { for ($i : 1..5) { } $x = $t.0.1; }",
+       "probe BEGIN\n for $i\n  range\n   int 1\n   int 5\n  body\n assign =\n  variable $x\n  field .1\n   field .0\n    variable $t\n"},
+  });
+}
+
 // Exact rendering, with the columns worked out by hand.
 TEST(Parser, RenderedErrors) {
   // "BEGIN { @x = 1 +; }": B=1 ... '{'=7, '@'=9, '1'=14, '+'=16, ';'=17. The
