@@ -582,6 +582,7 @@ Val Lowerer::expr(ExprId id) {
 Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
   switch (e.kind) {
     case ExprKind::Integer: return constant(static_cast<int64_t>(e.ival), t);
+    case ExprKind::Float: std::unreachable();  // sema accepts it only as a printf divisor, which user space applies
     case ExprKind::String: return string_literal(e.sval);
     case ExprKind::Identifier:
       if (p_.const_of[id]) return constant(*p_.const_of[id], t);

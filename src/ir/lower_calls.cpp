@@ -15,9 +15,20 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
     case sema::Function::Stats:
     case sema::Function::Hist:
     case sema::Function::LHist: std::unreachable();  // aggregations are lowered by assign()
-    case sema::Function::Printf: {
+    case sema::Function::Printf:
+    case sema::Function::Cat:
+    case sema::Function::System:
+    case sema::Function::Errorf:
+    case sema::Function::Warnf: {
+      // The arguments after the format. One divided by a floating-point
+      // literal sends its integer dividend: user space divides (sema's
+      // Action::divisors).
+      const auto& action = p_.actions[p_.action_of[id]];
       std::vector<Arg> args;
-      for (size_t i = 1; i < e.args.size(); ++i) args.push_back({.expr = e.args[i]});
+      for (size_t i = 1; i < e.args.size(); ++i) {
+        const bool divided = i - 1 < action.divisors.size() && action.divisors[i - 1] != 0;
+        args.push_back({.expr = divided ? ast_.expr(e.args[i]).args[0] : e.args[i]});
+      }
       send(p_.action_of[id], args);
       return Val{.type = t};
     }
@@ -178,13 +189,6 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
     }
     case sema::Function::Cgroupid:
     case sema::Function::Kaddr: return constant(p_.const_of[id].value_or(0), t);
-    case sema::Function::Cat:
-    case sema::Function::System: {
-      std::vector<Arg> args;
-      for (size_t i = 1; i < e.args.size(); ++i) args.push_back({.expr = e.args[i]});
-      send(p_.action_of[id], args);
-      return Val{.type = t};
-    }
     case sema::Function::Signal: {
       auto named = p_.const_of[e.args[0]];
       VregId sig = named ? b_.imm(*named) : materialize_int(expr(e.args[0]));
@@ -227,13 +231,6 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
       VregId rec = scratch_ptr(alloc(8));
       store_expr(rec, 0, e.args[0], Type::integer(8, true));
       return Val{.reg = rec, .type = t};
-    }
-    case sema::Function::Errorf:
-    case sema::Function::Warnf: {
-      std::vector<Arg> args;
-      for (size_t i = 1; i < e.args.size(); ++i) args.push_back({.expr = e.args[i]});
-      send(p_.action_of[id], args);
-      return Val{.type = t};
     }
     case sema::Function::Memcmp: {
       // C's memcmp: the difference of the first differing bytes, else 0.

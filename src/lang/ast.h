@@ -17,6 +17,7 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 
 enum class ExprKind {
   Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg)
+  Float,        // fval: a floating-point literal; sema accepts it only as a printf argument's divisor
   String,       // sval: the literal with escapes decoded
   Identifier,   // name: a builtin (pid, comm, args, ...), a constant or a type name
   Positional,   // ival = N for $N
@@ -55,13 +56,17 @@ struct Expr {
   Loc loc;
   Op op = Op::None;
   uint64_t ival = 0;
+  double fval = 0;  // Float
   std::string name;
   std::string sval;
   bool arrow = false;     // Field: written with "->"
   bool type_arg = false;  // Sizeof: the argument is a type name in `name`
   std::vector<ExprId> args;
   std::vector<StmtId> body;  // Block: its statements
-  std::vector<std::string> field_names;  // Tuple: a record's field names, one per arg (empty: a plain tuple)
+  // Tuple: a record's field names, one per arg (empty: a plain tuple). Call:
+  // the argument names of printf("...", pid=pid), one per arg, "" for an
+  // unnamed one (empty: no argument is named).
+  std::vector<std::string> field_names;
 };
 
 enum class StmtKind {

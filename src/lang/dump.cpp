@@ -157,13 +157,19 @@ class Dumper {
     const Expr& e = p_.expr(id);
     switch (e.kind) {
       case ExprKind::Integer: line(depth, fmt::format("int {}", e.ival)); break;
+      case ExprKind::Float: line(depth, fmt::format("float {}", e.fval)); break;
       case ExprKind::String: line(depth, "string " + quote(e.sval)); break;
       case ExprKind::Identifier: line(depth, "identifier " + e.name); break;
       case ExprKind::Positional: line(depth, fmt::format("positional ${}", e.ival)); break;
       case ExprKind::PositionalCount: line(depth, "positional_count $#"); break;
       case ExprKind::Variable: line(depth, "variable " + e.name); break;
       case ExprKind::Map: line(depth, "map " + e.name); break;
-      case ExprKind::Call: line(depth, "call " + e.name); break;
+      case ExprKind::Call: {
+        std::string names;
+        for (const auto& n : e.field_names) names += " " + (n.empty() ? std::string("-") : n);
+        line(depth, "call " + e.name + (e.field_names.empty() ? "" : " named" + names));
+        break;
+      }
       case ExprKind::Unary: line(depth, fmt::format("unop {}", op_name(e.op))); break;
       case ExprKind::Binary: line(depth, fmt::format("binop {}", op_name(e.op))); break;
       case ExprKind::Ternary: line(depth, e.args.size() == 2 ? "ternary ?:" : "ternary"); break;

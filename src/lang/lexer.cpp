@@ -1,6 +1,7 @@
 #include "lang/lexer.h"
 
 #include <array>
+#include <charconv>
 #include <fmt/format.h>
 
 namespace bpfscope::lang {
@@ -45,6 +46,7 @@ constexpr std::array kNamedKinds = {
     Spelling{"preprocessor directive", Tok::Preproc},
     Spelling{"identifier", Tok::Ident},
     Spelling{"integer", Tok::Int},
+    Spelling{"floating-point literal", Tok::Float},
     Spelling{"string", Tok::String},
     Spelling{"variable", Tok::Variable},
     Spelling{"positional parameter", Tok::Positional},
@@ -250,7 +252,45 @@ Token Lexer::lex(uint32_t pos) const {
   return t;
 }
 
+// Where a floating-point literal starting at i ends, or i when there is none:
+// digits, then a fraction ".digits" and/or an exponent, which needs a sign
+// when there is no fraction ("1e-3"; "1e6" stays an integer, as in bpftrace).
+// A '.' followed by another '.' is a range (1..5), and a number right after
+// a '.' is a tuple index ($t.0.1), never a fraction.
+uint32_t Lexer::float_end(uint32_t i) const {
+  const uint32_t n = size();
+  if (i > 0 && text_[i - 1] == '.') return i;
+  uint32_t e = i;
+  while (e < n && is_digit(text_[e])) ++e;
+  bool fraction = false;
+  if (e + 1 < n && text_[e] == '.' && is_digit(text_[e + 1])) {
+    fraction = true;
+    for (++e; e < n && is_digit(text_[e]);) ++e;
+  }
+  if (e + 1 < n && (text_[e] == 'e' || text_[e] == 'E')) {
+    uint32_t k = e + 1;
+    const bool sign = text_[k] == '+' || text_[k] == '-';
+    if (sign) ++k;
+    if ((sign || fraction) && k < n && is_digit(text_[k])) {
+      while (k < n && is_digit(text_[k])) ++k;
+      return k;
+    }
+  }
+  return fraction ? e : i;
+}
+
 Token Lexer::lex_number(uint32_t i) const {
+  if (const uint32_t f = float_end(i); f != i) {
+    Token t;
+    t.kind = Tok::Float;
+    t.begin = i;
+    uint32_t e = f;
+    while (e < size() && is_ident_char(text_[e])) ++e;  // a suffix makes it malformed
+    t.end = e;
+    const auto r = std::from_chars(text_.data() + i, text_.data() + f, t.fval);
+    if (e != f || r.ec != std::errc()) set_error(t, "Invalid floating-point literal", t.loc());
+    return t;
+  }
   uint32_t e = i;
   while (e < size() && is_ident_char(text_[e])) ++e;
   Token t;

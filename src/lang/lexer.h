@@ -20,6 +20,7 @@ enum class Tok : uint8_t {
   Preproc,   // a '#' line (the '#' first on its line), text = the whole line
   Ident,     // text = name
   Int,       // ival
+  Float,     // fval: 1024.0, 0.5, 1.5e3, 1e-3 (a bpfscope extension: only a printf argument's divisor)
   String,    // text = the value with escapes decoded
   Variable,  // text = "$name"
   Positional,       // ival = N of $N
@@ -41,6 +42,7 @@ struct Token {
   uint32_t begin = 0;
   uint32_t end = 0;
   uint64_t ival = 0;
+  double fval = 0;
   std::string text;
   std::string error;  // non-empty: a lexical error, reported at error_loc when the token is used
   Loc error_loc;
@@ -82,6 +84,7 @@ class Lexer {
 
  private:
   Token lex_number(uint32_t i) const;
+  uint32_t float_end(uint32_t i) const;
   Token lex_string(uint32_t i) const;
   Token lex_sigil(uint32_t i) const;
   uint32_t line_end(uint32_t pos) const;

@@ -83,7 +83,7 @@ bool is_tag(std::string_view word) { return word == "struct" || word == "union" 
 
 bool starts_expr(Tok k) {
   switch (k) {
-    case Tok::Int: case Tok::String: case Tok::Ident: case Tok::Variable: case Tok::Positional:
+    case Tok::Int: case Tok::Float: case Tok::String: case Tok::Ident: case Tok::Variable: case Tok::Positional:
     case Tok::PositionalCount: case Tok::Map: case Tok::Sizeof: case Tok::Offsetof: case Tok::LParen:
     case Tok::Minus: case Tok::Bang: case Tok::Tilde: case Tok::Star: case Tok::Amp: case Tok::Inc:
     case Tok::Dec:
@@ -193,6 +193,7 @@ class Parser {
   ExprId parse_paren();
   ExprId parse_record(uint32_t start);
   std::vector<ExprId> parse_list(Tok close);
+  void parse_call_args(Expr& call);
   ExprId parse_sizeof();
   ExprId parse_offsetof();
   std::string parse_type();
@@ -897,6 +898,33 @@ std::vector<ExprId> Parser::parse_list(Tok close) {
   return items;
 }
 
+// A call's arguments up to ')'. An argument may be named, `name = expr`
+// (printf's structured events, a bpfscope extension): an identifier and a
+// single '=' (not '=='), as in a record. Names are unique; sema checks which
+// calls take them.
+void Parser::parse_call_args(Expr& call) {
+  std::vector<std::string> names;
+  if (!at(Tok::RParen)) {
+    do {
+      std::string name;
+      if (at(Tok::Ident) && peek().kind == Tok::Assign) {
+        if (std::find(names.begin(), names.end(), tok_.text) != names.end()) {
+          fail(tok_.loc(), fmt::format("Duplicate argument name: {}", tok_.text));
+          break;
+        }
+        name = tok_.text;
+        advance();
+        advance();
+      }
+      names.push_back(std::move(name));
+      call.args.push_back(parse_expr());
+    } while (!panic_ && accept(Tok::Comma));
+  }
+  expect(Tok::RParen);
+  if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return !n.empty(); }))
+    call.field_names = std::move(names);
+}
+
 ExprId Parser::parse_primary() {
   const Token t = tok_;
   Expr e;
@@ -906,6 +934,10 @@ ExprId Parser::parse_primary() {
     case Tok::Positional:
       e.kind = t.kind == Tok::Int ? ExprKind::Integer : ExprKind::Positional;
       e.ival = t.ival;
+      break;
+    case Tok::Float:
+      e.kind = ExprKind::Float;
+      e.fval = t.fval;
       break;
     case Tok::String:
       e.kind = ExprKind::String;
@@ -945,7 +977,7 @@ ExprId Parser::parse_primary() {
     e.loc.end = prev_end_;
   } else if (e.kind == ExprKind::Identifier && accept(Tok::LParen)) {
     e.kind = ExprKind::Call;
-    e.args = parse_list(Tok::RParen);
+    parse_call_args(e);
     e.loc.end = prev_end_;
   }
   return add(std::move(e));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "output/map_common.h"
@@ -219,6 +220,10 @@ std::string json_value(const Value& v) {
       return json_uint(v.u);
     case Value::Kind::Bool:
       return v.i != 0 ? "true" : "false";
+    case Value::Kind::Float:
+      // The shortest text that reads back as the same double; JSON has no NaN
+      // or infinity.
+      return std::isfinite(v.f) ? fmt::format("{}", v.f) : "null";
     case Value::Kind::String:
       return json_string(v.s);
     case Value::Kind::Buffer:
@@ -277,6 +282,10 @@ std::string json_helper_error(std::string_view msg, std::string_view helper, int
       "{{\"type\": \"helper_error\", \"msg\": {}, \"helper\": {}, \"retcode\": {}, \"filename\": {}, "
       "\"line\": {}, \"col\": {}}}\n",
       json_string(msg), json_string(helper), retcode, json_string(filename), line, col);
+}
+
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values) {
+  return fmt::format("{{\"type\": \"event\", \"data\": {}}}\n", json_value(Value::of_record(names, values)));
 }
 
 std::string json_value_event(const Value& v) {

@@ -37,6 +37,7 @@ Value divide(const Value& v, uint64_t div) {
     case Value::Kind::Tuple:
     case Value::Kind::Array:
     case Value::Kind::Buffer:
+    case Value::Kind::Float:
       // bpftrace divides only integer values.
       return v;
   }
@@ -98,6 +99,7 @@ int compare_keys(const Value& a, const Value& b) {
     case Value::Kind::Int:
     case Value::Kind::UInt:
     case Value::Kind::Bool:
+    case Value::Kind::Float:
       return 0;
   }
   return 0;

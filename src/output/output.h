@@ -3,6 +3,7 @@
 // the runtime decodes kernel bytes into these values and calls the renderers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,25 +18,41 @@ namespace bpfscope::output {
 struct Value {
   // Array: elems printed "[1,2,3]"; Buffer: raw bytes in `s`, printed with
   // \xNN escapes as printf's %r does.
-  enum class Kind { None, Int, UInt, Bool, String, Tuple, Array, Buffer };
+  // Float: a printf argument divided by a floating-point literal ($ns /
+  // 1000000.0), a bpfscope extension; maps never hold one.
+  enum class Kind { None, Int, UInt, Bool, String, Tuple, Array, Buffer, Float };
   Kind kind = Kind::None;
   int64_t i = 0;   // Int, Bool (0/1)
   uint64_t u = 0;  // UInt
+  double f = 0;    // Float
   std::string s;   // String
   std::vector<Value> elems;  // Tuple, Array
   std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
   bool pointer = false;  // UInt holding an address: text prints it as hex (0x32), JSON as a number
   bool is_enum = false;  // Int/UInt of an enum with a name for it in `s`: text prints the name, JSON the number
 
-  // The integer as int64 bits, whatever its kind (0 for strings, tuples, none).
+  // The integer as int64 bits, whatever its kind (0 for strings, tuples,
+  // none; a Float truncated toward zero, saturated at the int64 range).
   int64_t as_i64() const {
     if (kind == Kind::UInt) return static_cast<int64_t>(u);
+    if (kind == Kind::Float) {
+      if (std::isnan(f)) return 0;
+      if (f >= 0x1p63) return INT64_MAX;
+      return f < -0x1p63 ? INT64_MIN : static_cast<int64_t>(f);
+    }
     return kind == Kind::Int || kind == Kind::Bool ? i : 0;
+  }
+  // The number as a double (an unsigned integer as unsigned).
+  double as_double() const {
+    if (kind == Kind::Float) return f;
+    if (kind == Kind::UInt) return static_cast<double>(u);
+    return static_cast<double>(as_i64());
   }
 
   static Value of_int(int64_t v) { Value x; x.kind = Kind::Int; x.i = v; return x; }
   static Value of_uint(uint64_t v) { Value x; x.kind = Kind::UInt; x.u = v; return x; }
   static Value of_pointer(uint64_t v) { Value x = of_uint(v); x.pointer = true; return x; }
+  static Value of_float(double v) { Value x; x.kind = Kind::Float; x.f = v; return x; }
   static Value of_bool(bool v) { Value x; x.kind = Kind::Bool; x.i = v; return x; }
   static Value of_string(std::string v) { Value x; x.kind = Kind::String; x.s = std::move(v); return x; }
   static Value of_tuple(std::vector<Value> v) { Value x; x.kind = Kind::Tuple; x.elems = std::move(v); return x; }
@@ -49,7 +66,7 @@ struct Value {
 };
 
 // Text of a value as bpftrace prints it with print() and in map values:
-// ints in decimal, pointers in hex (0x32), bool true/false, strings bare, tuples "(1, a, (2, 3))",
+// ints in decimal, pointers in hex (0x32), floats as C's %g (9.76562), bool true/false, strings bare, tuples "(1, a, (2, 3))",
 // records "{ .a = 1, .b = x }".
 std::string to_text(const Value& v);
 
@@ -127,6 +144,8 @@ std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt);
 
 // Formats with C semantics: with no length modifier %d/%i convert to 32-bit
 // int and %u/%o/%x/%X to unsigned int; %s prints any value as to_text.
+// %e %f %g %a print integers and floats as doubles; integer conversions
+// print a float truncated toward zero.
 std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& args);
 
 // strftime with bpftrace's extensions (%f microseconds, %k nanoseconds within
@@ -142,7 +161,8 @@ std::string format_time(std::string_view fmt, uint64_t epoch_ns);
 std::string json_string(std::string_view s);
 
 // A value as JSON data: integers as numbers, or as quoted decimal strings when
-// a double cannot hold them exactly; bool true/false; strings quoted; tuples
+// a double cannot hold them exactly; floats as numbers in their shortest
+// round-trip form (9.765625), null when not finite; bool true/false; strings quoted; tuples
 // as unspaced arrays `[1,"b"]`; records as objects `{"a": 1, "b": "x"}`;
 // None as null.
 std::string json_value(const Value& v);
@@ -159,6 +179,10 @@ std::string json_event(std::string_view type, std::string_view text);
 // "line": 1, "col": 9}`.
 std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
                          uint32_t col);
+
+// A printf with named arguments (a bpfscope extension): `{"type": "event",
+// "data": {"pid": 123, "comm": "bash"}}`, each value as json_value.
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values);
 
 // print() of a non-map value: `{"type": "value", "data": <json_value>}`.
 std::string json_value_event(const Value& v);

@@ -147,18 +147,17 @@ std::string format_unsigned(const Conversion& c, int64_t v) {
   return c_format(prefix + c.conv, narrowed);
 }
 
+// An integer or a float (a printf argument divided by a float literal) as a
+// double; with L as a long double, which holds any 64-bit integer exactly.
 std::string format_float(const Conversion& c, const Value& v) {
   const std::string prefix = c_prefix(c, true);
-  const bool is_unsigned = v.kind == Value::Kind::UInt;
-  const int64_t n = integer_of(v);
   if (c.length == "L") {
-    const long double d = is_unsigned ? static_cast<long double>(static_cast<uint64_t>(n))
-                                      : static_cast<long double>(n);
+    const long double d = v.kind == Value::Kind::Float  ? static_cast<long double>(v.f)
+                          : v.kind == Value::Kind::UInt ? static_cast<long double>(v.u)
+                                                        : static_cast<long double>(v.as_i64());
     return c_format(prefix + "L" + c.conv, d);
   }
-  const double d = is_unsigned ? static_cast<double>(static_cast<uint64_t>(n))
-                               : static_cast<double>(n);
-  return c_format(prefix + c.conv, d);
+  return c_format(prefix + c.conv, v.as_double());
 }
 
 }  // namespace

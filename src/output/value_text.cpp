@@ -28,6 +28,10 @@ void append_text(std::string& out, const Value& v) {
     case Value::Kind::Bool:
       out += v.i != 0 ? "true" : "false";
       return;
+    case Value::Kind::Float:
+      // C's %g: 6 significant digits, no trailing zeros (9.76562, 1e+06).
+      fmt::format_to(std::back_inserter(out), "{:g}", v.f);
+      return;
     case Value::Kind::String:
       out += v.s;
       return;

@@ -587,8 +587,15 @@ class Session {
     if (ignore_records_) return 0;
     std::vector<output::Value> args;
     for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], names_.get()));
+    // printf("%.2f", $bytes / 1024.0): the record holds the dividend.
+    for (size_t i = 0; i < a.divisors.size(); ++i)
+      if (a.divisors[i] != 0) args[i] = output::Value::of_float(args[i].as_double() / a.divisors[i]);
     switch (a.kind) {
       case sema::ActionKind::Printf: {
+        if (o_.json && !a.arg_names.empty()) {
+          emit_out(output::json_named_event(a.arg_names, args));
+          break;
+        }
         std::string s = output::format_printf(a.printf_format, args);
         emit_out(o_.json ? output::json_event("printf", s) : s);
         break;

@@ -148,6 +148,10 @@ Type Checker::call(ExprId id) {
     return Type::none();
   }
   out_.function_of[id] = row->id;
+  if (!e.field_names.empty() && row->id != Function::Printf) {
+    error(e.loc, "only printf() takes named arguments");
+    return Type::none();
+  }
   if (!arg_count_ok(e, *row)) return Type::none();
   switch (row->id) {
     case Function::None: return Type::none();
@@ -848,6 +852,20 @@ Type Checker::len_call(ExprId id) {
   return Type::integer(8, true);
 }
 
+// The divisor of a printf argument written `x / LITERAL` with a
+// floating-point literal (1024.0), or an integer literal in exponent form
+// (1e6), which divides as a double there and stays an integer elsewhere.
+std::optional<double> Checker::float_divisor(const Expr& arg) const {
+  if (arg.kind != ExprKind::Binary || arg.op != Op::Div) return std::nullopt;
+  const Expr& r = ast_.expr(arg.args[1]);
+  if (r.kind == ExprKind::Float) return r.fval;
+  if (r.kind != ExprKind::Integer) return std::nullopt;
+  const std::string_view text = ast_.source.slice(r.loc);
+  if (text.starts_with("0x") || text.starts_with("0X") || text.find_first_of("eE") == std::string_view::npos)
+    return std::nullopt;
+  return static_cast<double>(r.ival);
+}
+
 // printf, cat and system: a literal format and its arguments, formatted in
 // user space.
 Type Checker::printf_call(ExprId id, ActionKind kind) {
@@ -861,6 +879,17 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     return Type::none();
   }
   set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
+  // Named arguments: every one after the format, or none.
+  std::vector<std::string> names;
+  if (!e.field_names.empty()) {
+    for (size_t i = 0; i < e.args.size(); ++i)
+      if (e.field_names[i].empty() != (i == 0)) {
+        error(ast_.expr(e.args[i]).loc, i == 0 ? "printf: the format cannot be named"
+                                               : "printf: name every argument after the format, or none");
+        return Type::none();
+      }
+    names.assign(e.field_names.begin() + 1, e.field_names.end());
+  }
   auto parsed = output::parse_printf(f.sval);
   if (auto* msg = std::get_if<std::string>(&parsed)) {
     error(f.loc, *msg);
@@ -879,26 +908,45 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     return Type::none();
   }
   std::vector<Type> args;
+  std::vector<double> divisors;
   for (size_t i = 0; i < supplied; ++i) {
-    Type t = expr(e.args[i + 1]);
+    const Expr& a = ast_.expr(e.args[i + 1]);
     const auto& spec = format.specs[i];
+    const std::optional<double> divisor = float_divisor(a);
+    if (divisor && *divisor == 0) {
+      error(ast_.expr(a.args[1]).loc, fmt::format("{}: division by zero", e.name));
+      return Type::none();
+    }
+    Type t = expr(divisor ? a.args[0] : e.args[i + 1]);
     // An argument that failed to type-check was reported already.
     if (t.kind == TypeKind::None && diags_.has_errors()) return Type::none();
+    if (divisor) {
+      if (!t.is_int()) {
+        error(a.loc, fmt::format("{}: only an integer can be divided by a floating-point literal ({} supplied)",
+                                 e.name, t.kind == TypeKind::None ? "none" : t.name()));
+        return Type::none();
+      }
+      t = Type::integer(8, t.is_signed && !t.is_pointer);
+      set(e.args[i + 1], t);
+    }
     bool ok = t.kind != TypeKind::None && !t.is_record();
     if (spec.wants == output::PrintfSpec::ArgKind::Integer && !t.is_int()) ok = false;
-    if (spec.wants == output::PrintfSpec::ArgKind::String && !t.is_string() && t.kind != TypeKind::Buffer) ok = false;
+    if (spec.wants == output::PrintfSpec::ArgKind::String && (divisor || (!t.is_string() && t.kind != TypeKind::Buffer)))
+      ok = false;
     if (!ok) {
-      error(ast_.expr(e.args[i + 1]).loc,
-            fmt::format("{}: {} specifier expects a value of type {} ({} supplied)", e.name, spec.spec,
-                        spec.wants == output::PrintfSpec::ArgKind::Integer ? "integer" : "string",
-                        t.kind == TypeKind::None ? "none" : t.name()));
+      error(a.loc, fmt::format("{}: {} specifier expects a value of type {} ({} supplied)", e.name, spec.spec,
+                               spec.wants == output::PrintfSpec::ArgKind::Integer ? "integer" : "string",
+                               divisor ? "float" : t.kind == TypeKind::None ? "none" : t.name()));
       return Type::none();
     }
     args.push_back(t);
+    divisors.push_back(divisor.value_or(0));
   }
   int32_t act = add_action(kind, e.loc, std::move(args));
+  out_.actions[act].divisors = std::move(divisors);
   out_.actions[act].format = f.sval;
   out_.actions[act].printf_format = std::move(format);
+  out_.actions[act].arg_names = std::move(names);
   out_.action_of[id] = act;
   return Type::none();
 }

@@ -654,6 +654,9 @@ Type Checker::expr(ExprId id) {
   switch (e.kind) {
     case ExprKind::Integer:
       return set(id, e.ival > static_cast<uint64_t>(INT64_MAX) ? Type::integer(8, false) : Type::integer(8, true));
+    case ExprKind::Float:
+      error(e.loc, std::string(kFloatMessage));
+      return set(id, Type::none());
     case ExprKind::String:
       if (e.sval.size() + 1 > out_.config.max_strlen) {
         error(e.loc, fmt::format("String is too long (over {} bytes): {}", out_.config.max_strlen, e.sval.size()));

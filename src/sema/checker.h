@@ -27,6 +27,11 @@ using lang::StmtId;
 using lang::StmtKind;
 
 const char* agg_name(output::AggKind k);
+
+// A floating-point literal anywhere but as the divisor of a printf argument.
+inline constexpr std::string_view kFloatMessage =
+    "floating-point values are only supported as a printf argument divided by a literal: "
+    "printf(\"%.2f\", $ns / 1000000.0)";
 // An integer parameter ($1, getopt values) as bpftrace reads one: decimal, 0x
 // hex or 0 octal, optionally signed; nullopt for other text and out of range.
 std::optional<int64_t> parse_int_param(std::string_view s);
@@ -133,6 +138,8 @@ class Checker {
   Type len_call(ExprId id);
 
   Type printf_call(ExprId id, ActionKind kind = ActionKind::Printf);
+
+  std::optional<double> float_divisor(const Expr& arg) const;
 
   Type binary(ExprId id);
 

@@ -117,6 +117,14 @@ struct Action {
                                     // Join: the separator
   output::PrintfFormat printf_format;
   std::vector<Type> args;           // argument types, in record order
+  // Printf: the argument names of printf("...", pid=pid) (a bpfscope
+  // extension), one per argument; empty when unnamed. With -f json such a
+  // printf is an "event" object rather than text.
+  std::vector<std::string> arg_names;
+  // Printf and its siblings: per argument, the floating-point literal that
+  // divides it (printf("%.2f", $bytes / 1024.0), a bpfscope extension), or 0.
+  // The record carries the integer dividend; user space divides as a double.
+  std::vector<double> divisors;
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
   uint32_t record_size = 8;         // id included
   int32_t map = -1;                 // Print, Clear, Zero: index into maps

@@ -95,6 +95,34 @@ TEST(Lexer, TokenKinds) {
   EXPECT_EQ(kinds("$ ` \x01"), (std::vector<Tok>{Invalid, Invalid, Invalid, Eof}));
 }
 
+// Floating-point literals (a bpfscope extension) leave ranges, tuple
+// indices and exponent integers alone.
+TEST(Lexer, FloatLiterals) {
+  using enum Tok;
+  EXPECT_EQ(kinds("1024.0 0.5 1.5e3 1e-3 2E+2"), (std::vector<Tok>{Float, Float, Float, Float, Float, Eof}));
+  EXPECT_EQ(kinds("1e6 2e3 0x1e 1..5 $t.0.1 $1.5"),
+            (std::vector<Tok>{Int, Int, Int, Int, DotDot, Int, Variable, Dot, Int, Dot, Int, Positional, Dot, Int, Eof}));
+  EXPECT_EQ(kinds("a.b 1.x"), (std::vector<Tok>{Ident, Dot, Ident, Int, Dot, Ident, Eof}));
+  struct Case {
+    std::string text;
+    double value;
+  };
+  for (const auto& c : std::vector<Case>{{"1024.0", 1024.0}, {"0.5", 0.5}, {"1.5e3", 1500.0}, {"1e-3", 0.001},
+                                         {"1000000.0", 1e6}}) {
+    Token t = Lexer(c.text).lex(0);
+    EXPECT_EQ(t.kind, Tok::Float) << c.text;
+    EXPECT_EQ(t.fval, c.value) << c.text;
+    EXPECT_EQ(t.end, c.text.size()) << c.text;
+    EXPECT_EQ(t.error, "") << c.text;
+  }
+  for (const char* bad : {"2.0s", "1.5e3x", "1.5f"}) {
+    Token t = Lexer(bad).lex(0);
+    EXPECT_EQ(t.kind, Tok::Float) << bad;
+    EXPECT_EQ(t.error, "Invalid floating-point literal") << bad;
+    EXPECT_EQ(t.end, std::string_view(bad).size()) << bad;
+  }
+}
+
 TEST(Lexer, TokenValues) {
   Lexer lexer("$12 @name $var 0x10");
   Token t = lexer.lex(0);

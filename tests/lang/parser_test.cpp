@@ -548,6 +548,26 @@ TEST(Parser, Literals) {
   });
 }
 
+// printf("...", name=value): named call arguments (bpfscope extension); a
+// record and == parse as before.
+TEST(Parser, NamedCallArguments) {
+  check({
+      {"BEGIN { printf(\"%d %s\", pid=pid, c=comm); }",
+       "probe BEGIN\n call printf named - pid c\n  string \"%d %s\"\n  identifier pid\n  identifier comm\n"},
+      {"BEGIN { f(a == 1, (b=2)); }",
+       "probe BEGIN\n call f\n  binop ==\n   identifier a\n   int 1\n  record b\n   int 2\n"},
+  });
+}
+
+TEST(Parser, FloatLiterals) {
+  check({
+      {"BEGIN { printf(\"%.2f\", $b / 1024.0); }",
+       "probe BEGIN\n call printf\n  string \"%.2f\"\n  binop /\n   variable $b\n   float 1024\n"},
+      {"BEGIN { for ($i : 1..5) { } $x = $t.0.1; }",
+       "probe BEGIN\n for $i\n  range\n   int 1\n   int 5\n  body\n assign =\n  variable $x\n  field .1\n   field .0\n    variable $t\n"},
+  });
+}
+
 // Exact rendering, with the columns worked out by hand.
 TEST(Parser, RenderedErrors) {
   // "BEGIN { @x = 1 +; }": B=1 ... '{'=7, '@'=9, '1'=14, '+'=16, ';'=17. The
@@ -637,6 +657,7 @@ TEST(Parser, Errors) {
       {"config = { a = ; } BEGIN { }", {"1:16-17: syntax error, unexpected ;, expected config value"}},
       {"BEGIN { $r = (a=1, a=2); }", {"1:20-21: Duplicate field name in record: a"}},
       {"BEGIN { $r = (a=1, 2); }", {"1:20-21: syntax error, unexpected integer, expected field name"}},
+      {"BEGIN { printf(\"%d %d\", a=1, a=2); }", {"1:30-31: Duplicate argument name: a"}},
       {"BEGIN { $r = (a=1 b=2); }", {"1:19-20: syntax error, unexpected identifier, expected )"}},
       {"BEGIN { $t.0 = 1; }", {"1:9-13: Tuples are immutable once created. Consider creating a new tuple and assigning it instead."}},
       {"BEGIN { @m[] = 1; }", {"1:12-13: syntax error, unexpected ]"}},

@@ -82,6 +82,12 @@ TEST(JsonValue, Values) {
       {T({I(1), S("b")}), R"([1,"b"])"},
       {T({I(1), T({I(2), S("x y")}), B(true)}), R"([1,[2,"x y"],true])"},
       {Value{}, "null"},
+      // Floats: shortest round trip; JSON has no infinity.
+      {Value::of_float(9.765625), "9.765625"},
+      {Value::of_float(9.77), "9.77"},
+      {Value::of_float(-2.5), "-2.5"},
+      {Value::of_float(1234567.0), "1234567"},
+      {Value::of_float(1.0 / 0.0), "null"},
       {Value::of_record({"a", "b"}, {I(1), S("x")}), R"({"a": 1, "b": "x"})"},
       {T({Value::of_record({"m"}, {T({I(2), I(3)})}), I(4)}), R"([{"m": [2,3]},4])"},
       {Value::of_array({U(1), U(2), U(3), U(4)}), "[1,2,3,4]"},
@@ -111,6 +117,8 @@ TEST(JsonEvents, Examples) {
               "{\"type\": \"attached_probes\", \"count\": 1, \"data\": {\"probes\": 1}}\n");
   expect_line(json_lost(42),
               "{\"type\": \"lost_events\", \"count\": 42, \"data\": {\"events\": 42}}\n");
+  expect_line(json_named_event({"pid", "comm"}, {I(123), S("bash")}),
+              "{\"type\": \"event\", \"data\": {\"pid\": 123, \"comm\": \"bash\"}}\n");
   expect_line(json_value_event(I(5)), "{\"type\": \"value\", \"data\": 5}\n");
   expect_line(json_value_event(S("s")), "{\"type\": \"value\", \"data\": \"s\"}\n");
   expect_line(json_value_event(T({I(1), S("b")})), "{\"type\": \"value\", \"data\": [1,\"b\"]}\n");

@@ -10,6 +10,7 @@ Value I(int64_t v) { return Value::of_int(v); }
 Value U(uint64_t v) { return Value::of_uint(v); }
 Value S(std::string v) { return Value::of_string(std::move(v)); }
 Value T(std::vector<Value> v) { return Value::of_tuple(std::move(v)); }
+Value F(double v) { return Value::of_float(v); }
 
 std::string fmt_one(std::string_view format, std::vector<Value> args) {
   auto parsed = parse_printf(format);
@@ -27,6 +28,14 @@ TEST(Printf, Format) {
   const std::vector<FormatCase> cases = {
       // Integers follow C: no length modifier means int / unsigned int.
       {"%d", {I(5000000000)}, "705032704"},
+      // Floats (a printf argument divided by a float literal): %f %e %g as
+      // doubles, integer conversions truncated, %s as %g.
+      {"%.2f|%6.1f|%e|%g|%G", {F(9.765625), F(-2.5), F(1234.5), F(0.0001), F(1e-5)},
+       "9.77|  -2.5|1.234500e+03|0.0001|1E-05"},
+      {"%d|%u|%ld|%x|%s|%s", {F(9.77), F(2.5), F(-9.99), F(255.9), F(9.765625), F(1e6)}, "9|2|-9|ff|9.76562|1e+06"},
+      {"%Lf", {F(0.5)}, "0.500000"},
+      // An integer with %f prints as a double.
+      {"%f|%.1f|%.0f|%Lf", {I(7), I(-3), U(UINT64_MAX), U(5)}, "7.000000|-3.0|18446744073709551616|5.000000"},
       {"%i", {I(-5)}, "-5"},
       // buf() values: %r escapes, %rx all hex, %rh spaced hex, %s like %r.
       {"%r|%rx|%rh|%s", {Value::of_buffer("a\n"), Value::of_buffer("a\n"), Value::of_buffer("a\n"), Value::of_buffer("a\n")},

@@ -25,6 +25,8 @@ TEST(ValueText, Table) {
       {"int64 min", I(INT64_MIN), "-9223372036854775808", "-9223372036854775808"},
       {"uint64 max", U(UINT64_MAX), "18446744073709551615", "18446744073709551615"},
       {"bool true", Value::of_bool(true), "true", "true"},
+      {"float as %g", Value::of_float(9.765625), "9.76562", "9.76562"},
+      {"float integral", Value::of_float(-3), "-3", "-3"},
       {"bool false", Value::of_bool(false), "false", "false"},
       {"string bare", S("hello"), "hello", "hello"},
       {"empty string", S(""), "", ""},

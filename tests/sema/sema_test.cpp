@@ -621,5 +621,49 @@ TEST(Sema, StructValuesInVariables) {
   });
 }
 
+// bpfscope's extensions for the tool suite: named printf arguments,
+// fractional printf values, in_list() and constant string comparison.
+TEST(Sema, PrintfNamedArguments) {
+  auto a = analyse_text("BEGIN { printf(\"%d %s\\n\", pid=pid, comm=comm); printf(\"%d\\n\", 1); }");
+  ASSERT_TRUE(a.typed.has_value()) << a.diags;
+  ASSERT_EQ(a.typed->actions.size(), 2u);
+  EXPECT_EQ(a.typed->actions[0].arg_names, (std::vector<std::string>{"pid", "comm"}));
+  EXPECT_TRUE(a.typed->actions[1].arg_names.empty());
+  check_err({
+      {"BEGIN { print(a=1); }", "stdin:1:9-19: ERROR: only printf() takes named arguments"},
+      {"BEGIN { errorf(\"%d\", a=1); }", "stdin:1:9-26: ERROR: only printf() takes named arguments"},
+      {"BEGIN { printf(\"%d %d\", a=1, 2); }",
+       "stdin:1:30-31: ERROR: printf: name every argument after the format, or none"},
+      {"BEGIN { printf(f=\"%d\", a=1); }", "printf: the format cannot be named"},
+      {"BEGIN { printf(\"%d\", a=\"s\"); }", "printf: %d specifier expects a value of type integer"},
+  });
+}
+
+TEST(Sema, PrintfFloatDivisors) {
+  auto a = analyse_text(
+      "BEGIN { $b = (uint32)5; printf(\"%.2f %.3f %d %s %g\\n\", $b / 1024.0, $b / 1e6, $b / 2, $b / 0.5, -$b / 1.5e3); }");
+  ASSERT_TRUE(a.typed.has_value()) << a.diags;
+  EXPECT_EQ(a.typed->actions[0].divisors, (std::vector<double>{1024.0, 1e6, 0, 0.5, 1500.0}));
+  // The record carries the dividend as a 64-bit integer.
+  EXPECT_EQ(a.typed->actions[0].args[0].name(), "uint64");
+  EXPECT_EQ(a.typed->actions[0].args[4].name(), "int64");
+  // 1e6 is an integer everywhere else, as in bpftrace.
+  check_ok({{"BEGIN { @x = 5000000 / 1e6; }", "@x[]=int64/plain"}});
+  const std::string floats = "floating-point values are only supported as a printf argument divided by a literal: "
+                             "printf(\"%.2f\", $ns / 1000000.0)";
+  check_err({
+      {"BEGIN { @x = 1.5; }", "stdin:1:14-17: ERROR: " + floats},
+      {"BEGIN { @x = 3 / 1.5; }", "stdin:1:18-21: ERROR: " + floats},
+      {"BEGIN { printf(\"%f\", 1.5); }", "stdin:1:22-25: ERROR: " + floats},
+      {"BEGIN { printf(\"%f\", 1.5 / 2.0); }", "stdin:1:22-25: ERROR: " + floats},
+      {"BEGIN { printf(\"%f\", (3 / 1.5) + 1); }", "stdin:1:27-30: ERROR: " + floats},
+      {"BEGIN { printf(\"%f\", 3 * 1.5); }", floats},
+      {"BEGIN { printf(\"%f\", 3 / 0.0); }", "stdin:1:26-29: ERROR: printf: division by zero"},
+      {"BEGIN { printf(\"%f\", \"a\" / 2.0); }",
+       "printf: only an integer can be divided by a floating-point literal (string[2] supplied)"},
+      {"BEGIN { printf(\"%r\", 3 / 2.0); }", "printf: %r specifier expects a value of type string (float supplied)"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
