@@ -28,6 +28,7 @@ struct Options {
   bool verbose = false;      // -v
   bool no_warnings = false;  // --no-warnings: warnf() prints nothing
   bool dry_run = false;      // --dry-run: load, do not attach or run
+  bool gap_before_maps = true;  // bpftrace's two newlines before the exit-time maps (tools print none)
   bool debug_verifier = false;  // -d verifier: print the kernel's log
   // Ring buffer bytes (a power of two, at least a page); 0 picks by program:
   // kStreamingRingbuf when probes other than BEGIN/END print, else
