@@ -327,7 +327,8 @@ int first_word(int argc, char** argv) {
         ++i;
       continue;
     }
-    return i;
+    // "-" is the program on stdin, never a tool.
+    return a == "-" ? 0 : i;
   }
   return 0;
 }
