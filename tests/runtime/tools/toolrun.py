@@ -127,11 +127,18 @@ def start_twin(argv, header):
 
 class NetnsPair:
     """Two network namespaces joined by a veth pair: A at 10.200.X.1 / fdc8:X::1,
-    B at .2 / ::2 (X from the pid). Deleted on exit, also on failure."""
+    B at .2 / ::2 (X from the pid). Deleted on exit, also on failure. The
+    veths are bsv0 (in A) and bsv1 (in B), or with `unique` names made from
+    the tag and the pid (for tools that report per device, system-wide)."""
 
-    def __init__(self, tag):
+    def __init__(self, tag, unique=False):
         n = os.getpid() % 200 + 20
         self.a, self.b = "bsA_%s_%d" % (tag, os.getpid()), "bsB_%s_%d" % (tag, os.getpid())
+        if unique:
+            base = "%s%d" % (tag[:4], os.getpid() % 1000000)
+            self.dev = {"a": base + "a", "b": base + "b"}
+        else:
+            self.dev = {"a": "bsv0", "b": "bsv1"}
         self.addr4 = {"a": "10.200.%d.1" % n, "b": "10.200.%d.2" % n}
         self.addr6 = {"a": "fdc8:%d::1" % n, "b": "fdc8:%d::2" % n}
 
@@ -140,8 +147,9 @@ class NetnsPair:
             ip = lambda *a: subprocess.run(["ip"] + list(a), check=True)
             ip("netns", "add", self.a)
             ip("netns", "add", self.b)
-            ip("link", "add", "bsv0", "netns", self.a, "type", "veth", "peer", "name", "bsv1", "netns", self.b)
-            for ns, dev, k in ((self.a, "bsv0", "a"), (self.b, "bsv1", "b")):
+            ip("link", "add", self.dev["a"], "netns", self.a, "type", "veth", "peer", "name", self.dev["b"], "netns",
+               self.b)
+            for ns, dev, k in ((self.a, self.dev["a"], "a"), (self.b, self.dev["b"], "b")):
                 ip("-n", ns, "addr", "add", self.addr4[k] + "/24", "dev", dev)
                 ip("-n", ns, "addr", "add", self.addr6[k] + "/64", "dev", dev, "nodad")
                 ip("-n", ns, "link", "set", dev, "up")
