@@ -383,6 +383,7 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.quiet = true;
   cli.run.ringbuf_bytes = runtime::kToolRingbuf;
   cli.run.gap_before_maps = false;
+  cli.run.hist_layout = output::HistLayout::Bcc;
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;
