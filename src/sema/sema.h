@@ -163,7 +163,8 @@ struct TypedProgram {
   std::vector<int32_t> for_var_of;    // by ExprId of a for-range start: the loop variable
   std::vector<std::optional<int64_t>> const_of;  // by ExprId: enum constants, sizeof, offsetof
   std::map<lang::ExprId, std::vector<UaddrSite>> uaddr_of;  // uaddr() calls: one site per attach target
-  // vmlinux BTF, loaded on first use (casts, curtask, enum constants).
+  // vmlinux BTF, loaded on first use (casts, curtask, enum constants); for
+  // sema and lowering only: main releases it before the load.
   std::shared_ptr<const bpf::Btf> btf;
   std::vector<MapInfo> maps;
   std::vector<Action> actions;
