@@ -330,9 +330,14 @@ struct Btf::State {
   struct btf* base = nullptr;  // the kernel's as libbpf's object, once split
   uint32_t local_start = UINT32_MAX;  // first script-defined id
   Error error;
-  // Name indexes, each built on the first lookup that needs it, over the
-  // types of its group. Functions (56k in a 6.18 kernel) have no index: a
-  // linear btf__find_by_name_kind costs about 0.5 ms, less than indexing them.
+  // Name lookups. A script names a few types and constants (and sema asks
+  // for each twice): the first kScans lookups in a group scan the group's
+  // types, which costs less than hashing all their names. Past that, the
+  // group's indexes are built, over the types of its group. Functions (56k
+  // in a 6.18 kernel) have no index: a linear btf__find_by_name_kind costs
+  // about 0.5 ms, less than indexing them.
+  static constexpr unsigned kScans = 16;
+  unsigned scans[kIndexGroups] = {};
   unsigned indexed = 0;  // bit g: group g's indexes are built
   NameIndex structs, unions, enums, typedefs, scalars;
   NameIndex enumerators;  // enumerator name -> its enum's id
@@ -403,16 +408,48 @@ struct Btf::State {
     }
   }
 
-  std::optional<uint32_t> lookup(const NameIndex& index, std::string_view nm) const {
-    return index.find(nm, [&](uint32_t id) { return name(t.type(id)) == nm; });
+  // Whether group g's lookups go to its indexes (else they scan its types).
+  bool use_index(IndexGroup g) {
+    if (!(indexed & (1u << g)) && ++scans[g] <= kScans) return false;
+    build_index(g);
+    return true;
+  }
+  // Over group g's types in id order, the answer the indexes would give of
+  // those `match` accepts: the kernel's first, a script's last.
+  template <typename T, typename Match>
+  std::optional<T> scan(IndexGroup g, Match&& match) {
+    std::optional<T> found;
+    for (uint32_t id : t.ids_in(g)) {
+      std::optional<T> m = match(id);
+      if (!m) continue;
+      if (!found || id >= local_start) found = m;
+      if (local_start == UINT32_MAX) break;
+    }
+    return found;
+  }
+  // The type named `nm` among those whose names go to `index`.
+  std::optional<uint32_t> lookup(IndexGroup g, const NameIndex& index, std::string_view nm) {
+    if (use_index(g)) return index.find(nm, [&](uint32_t id) { return name(t.type(id)) == nm; });
+    return scan<uint32_t>(g, [&](uint32_t id) -> std::optional<uint32_t> {
+      const btf_type* ty = t.type(id);
+      if (&table_of(btf_kind(ty)) != &index || !ty->name_off || name(ty) != nm) return std::nullopt;
+      return id;
+    });
   }
   // The enum declaring enumerator `nm` and the enumerator's position in it.
   std::optional<std::pair<uint32_t, uint32_t>> lookup_enumerator(std::string_view nm) {
-    build_index(kEnums);
-    std::optional<uint32_t> pos;
-    auto id = enumerators.find(nm, [&](uint32_t enum_id) { return (pos = enumerator_index(enum_id, nm)).has_value(); });
-    if (!id) return std::nullopt;
-    return std::pair{*id, *pos};
+    using Found = std::pair<uint32_t, uint32_t>;
+    if (use_index(kEnums)) {
+      std::optional<uint32_t> pos;
+      auto id = enumerators.find(nm, [&](uint32_t enum_id) { return (pos = enumerator_index(enum_id, nm)).has_value(); });
+      if (!id) return std::nullopt;
+      return Found{*id, *pos};
+    }
+    return scan<Found>(kEnums, [&](uint32_t id) -> std::optional<Found> {
+      auto pos = enumerator_index(id, nm);
+      if (!pos) return std::nullopt;
+      return Found{id, *pos};
+    });
   }
 
   std::optional<uint32_t> find_func(std::string_view nm) const {
@@ -716,13 +753,12 @@ Result<void> Btf::add_types(const std::vector<BtfNewType>& types) {
 std::optional<uint32_t> Btf::find_struct(std::string_view name) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;
-  s.build_index(kComposite);
   bool is_struct = false, is_union = false;
   name = strip_prefix(name, "struct ", is_struct);
   if (!is_struct) name = strip_prefix(name, "union ", is_union);
   if (!is_union)
-    if (auto id = s.lookup(s.structs, name)) return id;
-  if (!is_struct) return s.lookup(s.unions, name);
+    if (auto id = s.lookup(kComposite, s.structs, name)) return id;
+  if (!is_struct) return s.lookup(kComposite, s.unions, name);
   return std::nullopt;
 }
 
@@ -732,16 +768,11 @@ std::optional<uint32_t> Btf::find_type(std::string_view name) const {
   bool had = false;
   if (name.starts_with("struct ") || name.starts_with("union ")) return find_struct(name);
   std::string_view rest = strip_prefix(name, "enum ", had);
-  s.build_index(kNamed);
-  if (had) {
-    s.build_index(kEnums);
-    return s.lookup(s.enums, rest);
-  }
-  if (auto id = s.lookup(s.typedefs, name)) return id;
-  if (auto id = s.lookup(s.scalars, name)) return id;
+  if (had) return s.lookup(kEnums, s.enums, rest);
+  if (auto id = s.lookup(kNamed, s.typedefs, name)) return id;
+  if (auto id = s.lookup(kNamed, s.scalars, name)) return id;
   if (auto id = find_struct(name)) return id;
-  s.build_index(kEnums);
-  return s.lookup(s.enums, name);
+  return s.lookup(kEnums, s.enums, name);
 }
 
 namespace {
@@ -907,11 +938,10 @@ std::vector<std::pair<std::string, uint32_t>> Btf::funcs_matching(std::string_vi
 std::optional<uint32_t> Btf::tracepoint_btf_id(std::string_view event) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;
-  s.build_index(kNamed);
   if (auto colon = event.rfind(':'); colon != std::string_view::npos) event.remove_prefix(colon + 1);
   if (event.empty()) return std::nullopt;
   std::string key = "btf_trace_" + std::string(event);
-  return s.lookup(s.typedefs, key);
+  return s.lookup(kNamed, s.typedefs, key);
 }
 
 std::optional<std::vector<BtfParam>> Btf::tracepoint_args(std::string_view event) const {
