@@ -215,6 +215,11 @@ int compile_and_run(Cli& cli) {
     if (all || cli.debug.count("bpf")) fmt::print("{}", codegen::disassemble(*prog));
     programs.push_back(std::move(*prog));
   }
+  // The kernel's BTF served sema and lowering; loading and running need only
+  // the ids they noted (and enum names, if the program prints any). Released
+  // here, its tables are not resident while the maps, programs and ring
+  // buffer are made, nor for the whole run.
+  if (!sema::prints_enums(*typed)) typed->btf.reset();
   fflush(stdout);
   cli.run.debug_verifier = all || cli.debug.count("verifier");
   // BPFTRACE_PERF_RB_PAGES: ring buffer pages (bpftrace's name; here the
