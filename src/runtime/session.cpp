@@ -637,7 +637,7 @@ class Session {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
-        emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u));
+        emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u, o_.hist_layout));
         break;
       }
       case sema::ActionKind::PrintValue: {
@@ -810,7 +810,7 @@ class Session {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
       auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
-      emit_out(o_.json ? output::json_map(snap) : output::map_text(snap));
+      emit_out(o_.json ? output::json_map(snap) : output::map_text(snap, 0, 0, o_.hist_layout));
     }
   }
 
