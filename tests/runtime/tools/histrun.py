@@ -1,41 +1,32 @@
 """Reading the histograms a tool prints: bpftrace's text layout and -f json,
 and a sender of UDP datagrams for the packet tools' tests."""
 import re
+import subprocess
 
 from toolrun import python_in
 
-SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-HEAD = re.compile(r"^(@\w+)(?:\[(.*)\])?:$")
-BUCKET = re.compile(r"^(\(\.\.\., (\S+)\)|\[(\S+), (\S+)\)|\[(\S+)\]|\[(\S+), \.\.\.\))\s+(\d+) \|")
-
-
-def num(s):
-    m = re.match(r"^(-?\d+)([KMGTP]?)$", s)
-    return int(m.group(1)) * SUFFIX[m.group(2)]
+HEADER = re.compile(r"^\s+(\S+)\s+: count\s+distribution$")
+ROW = re.compile(r"^\s*(\d+) -> (\d+)\s+: (\d+)\s+\|")
 
 
 def text_hists(lines):
-    """{(name, key): [(low, high, count)]} from the text output: key is the
-    text between the brackets ("" for none), high is exclusive (None: open)."""
-    out, cur = {}, None
+    """{(unit, key): [(low, high, count)]} from the tools' text output,
+    libbpf-tools' log2 tables: the unit is the map's name without @, the key
+    the record's "name = value, ..." line before a keyed table ("" for none);
+    high is exclusive."""
+    out, cur, prev = {}, None, ""
     for line in lines:
-        m = HEAD.match(line)
+        m = HEADER.match(line)
         if m:
-            cur = out.setdefault((m.group(1), m.group(2) or ""), [])
-            continue
-        m = BUCKET.match(line) if cur is not None else None
-        if not m:
-            cur = None
-            continue
-        count = int(m.group(7))
-        if m.group(2):
-            cur.append((None, num(m.group(2)), count))
-        elif m.group(3):
-            cur.append((num(m.group(3)), num(m.group(4)), count))
-        elif m.group(5):
-            cur.append((num(m.group(5)), num(m.group(5)) + 1, count))
+            key = prev if " = " in prev else ""
+            cur = out.setdefault((m.group(1), key), [])
         else:
-            cur.append((num(m.group(6)), None, count))
+            m = ROW.match(line)
+            if m and cur is not None:
+                cur.append((int(m.group(1)), int(m.group(2)) + 1, int(m.group(3))))
+            else:
+                cur = None
+        prev = line
     return out
 
 
@@ -72,3 +63,31 @@ def udp_send(pair, side, host, port, size, n):
     """Sends n datagrams of size bytes from side to host:port; returns when sent."""
     p = python_in(pair, side, UDP_SEND, host, port, size, n)
     assert p.wait(timeout=20) == 0
+
+
+UDP_SINK = r"""
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((host, port))
+print("ready", flush=True)
+while True:
+    s.recv(65536)
+"""
+
+
+class UdpSink:
+    """Reads datagrams to host:port in a namespace of `pair` (so that none is
+    answered with an ICMP error) until the with block ends."""
+
+    def __init__(self, pair, side, host, port):
+        self.proc = python_in(pair, side, UDP_SINK, host, port, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()

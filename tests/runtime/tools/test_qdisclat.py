@@ -65,8 +65,8 @@ class QdisclatTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], "Tracing qdisc queueing latency. Hit Ctrl-C to end.")
         hists = text_hists(run.lines)
-        htb = hists[("@usecs", "htb, " + pair.dev["a"])]
-        tbf = hists[("@usecs", "tbf, " + pair.dev["b"])]
+        htb = hists[("usecs", "qdisc = htb, dev = " + pair.dev["a"])]
+        tbf = hists[("usecs", "qdisc = tbf, dev = " + pair.dev["b"])]
         # The datagrams (and the ICMP port unreachables they cause, less rate-limited ones).
         self.assertGreaterEqual(sent["a"], N_A)
         self.assertGreaterEqual(sent["b"], N_B)
@@ -88,10 +88,11 @@ class QdisclatTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         hists = text_hists(run.lines)
         ours = {k: v for k, v in hists.items() if pair.dev["a"] in k[1] or pair.dev["b"] in k[1]}
-        self.assertEqual(list(ours), [("@msecs", "tbf, " + pair.dev["b"])], run)
-        self.assertTrue(sent["b"] <= total(ours[("@msecs", "tbf, " + pair.dev["b"])]) <= outer, (sent, outer, run))
+        self.assertEqual(list(ours), [("msecs", "qdisc = tbf, dev = " + pair.dev["b"])], run)
+        self.assertTrue(sent["b"] <= total(ours[("msecs", "qdisc = tbf, dev = " + pair.dev["b"])]) <= outer,
+                        (sent, outer, run))
         for name, key in hists:
-            self.assertTrue(key.startswith("tbf, "), run)
+            self.assertTrue(key.startswith("qdisc = tbf, "), run)
 
     def test_json_and_interval(self):
         sent = {}
@@ -105,7 +106,7 @@ class QdisclatTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         per_interval = [m["data"]["@usecs"] for m in run.json("hist")]
         self.assertEqual(len([m for m in run.json("printf") if m["data"] == "\n"]), 2, run)
-        key = "htb," + pair.dev["a"]
+        key = "{.qdisc=htb,.dev=%s}" % pair.dev["a"]
         got = sum(b["count"] for h in per_interval for b in h.get(key, []))
         # The interval may also hold a neighbour or MLD packet sent before the
         # traffic's first count.
