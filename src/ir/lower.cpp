@@ -347,7 +347,16 @@ uint32_t Lowerer::var_slot(int32_t var) {
 // ---- conditions ----
 void Lowerer::cond(ExprId id, BlockId t, BlockId f) {
   const Expr& e = ast_.expr(id);
+  if (e.kind == ExprKind::Call && p_.function_of[id] == sema::Function::InList) {
+    in_list(id, t, f);
+    return;
+  }
   if (e.kind == ExprKind::Binary) {
+    // Sema decided it (== of two constant strings).
+    if (p_.const_of[id]) {
+      b_.jump(*p_.const_of[id] ? t : f);
+      return;
+    }
     switch (e.op) {
       case Op::LAnd: {
         BlockId mid = b_.new_block();
@@ -628,6 +637,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       }
     }
     case ExprKind::Binary: {
+      if (p_.const_of[id]) return constant(*p_.const_of[id], t);  // == of two constant strings
       switch (e.op) {
         case Op::Eq:
         case Op::Ne:

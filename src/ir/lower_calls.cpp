@@ -291,6 +291,7 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
     }
     case sema::Function::Path:
     case sema::Function::Override: std::unreachable();  // sema rejects them
+    case sema::Function::InList: return bool_of(id);
     case sema::Function::Str: {
       Val src = expr(e.args[0]);
       if (src.type.is_string()) {
@@ -509,6 +510,27 @@ void Lowerer::join(const Expr& e, const sema::Action& a, int32_t action) {
   b_.set_block(done);
   b_.store(8, rec, static_cast<int32_t>(a.offsets[0]), count);
   submit(rec, a.record_size);
+}
+
+// One compare per listed value (sema parsed the list): no map, no loop. A
+// constant x is decided here.
+void Lowerer::in_list(ExprId id, BlockId t, BlockId f) {
+  const auto& values = p_.in_list_of.at(id);
+  const Val x = expr(ast_.expr(id).args[0]);
+  if (x.constant) {
+    b_.jump(std::find(values.begin(), values.end(), *x.constant) != values.end() ? t : f);
+    return;
+  }
+  const VregId reg = materialize_int(x);
+  for (const int64_t v : values) {
+    const BlockId next = b_.new_block();
+    if (v >= INT32_MIN && v <= INT32_MAX)
+      b_.branch_imm(ir::Cond::Eq, reg, v, t, next);
+    else
+      b_.branch(ir::Cond::Eq, reg, b_.imm(v), t, next);
+    b_.set_block(next);
+  }
+  b_.jump(f);
 }
 
 void Lowerer::send(int32_t action, const std::vector<Arg>& args) {

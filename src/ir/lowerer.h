@@ -104,6 +104,8 @@ class Lowerer {
   uint32_t var_slot(int32_t var);
 
   void cond(ExprId id, BlockId t, BlockId f);
+  // in_list(x, "80,443"): to t when x equals a listed value, else to f.
+  void in_list(ExprId id, BlockId t, BlockId f);
 
   static ir::Cond compare_cond(Op op, bool is_signed);
 

@@ -89,8 +89,9 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "cgroup_path", .id = Function::CgroupPath, .min_args = 1, .max_args = 2},
     FunctionRow{.name = "path", .id = Function::Path, .min_args = 1, .max_args = 2},
     FunctionRow{.name = "override", .id = Function::Override, .min_args = 1, .max_args = 1},
+    FunctionRow{.name = "in_list", .id = Function::InList, .min_args = 2, .max_args = 2},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::Override) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::InList) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -178,7 +179,8 @@ bool is_aggregation(Function f) {
     case Function::PercpuKaddr:
     case Function::CgroupPath:
     case Function::Path:
-    case Function::Override: return false;
+    case Function::Override:
+    case Function::InList: return false;
   }
   std::unreachable();
 }

@@ -505,6 +505,7 @@ Type Checker::call(ExprId id) {
     case Function::Warnf: return printf_call(id, ActionKind::Warnf);
     case Function::Memcmp: return memcmp_call(id);
     case Function::Getopt: return getopt_call(id);
+    case Function::InList: return in_list_call(id);
     case Function::Reg: return reg_call(id);
     case Function::Kptr:
     case Function::Uptr: {
@@ -790,6 +791,70 @@ Type Checker::getopt_call(ExprId id) {
   }
   out_.const_of[id] = ival;
   return kind == Kind::Bool ? Type::boolean() : Type::integer(8, true);
+}
+
+// The value of an expression sema knows as a string at compile time (after
+// expr() typed it): a string literal, a string getopt(), a positional
+// parameter (its text, even when it reads as an integer).
+std::optional<std::string> Checker::const_string(ExprId id) const {
+  const Expr& e = ast_.expr(id);
+  switch (e.kind) {
+    case ExprKind::String: return e.sval;
+    case ExprKind::Positional:
+      if (e.ival == 0 || e.ival > out_.positional.size()) return std::string();
+      return out_.positional[e.ival - 1];
+    case ExprKind::Call:
+      if (out_.function_of[id] == Function::Getopt && out_.type_of(id).is_string() && out_.const_of[id])
+        return out_.const_strings[static_cast<size_t>(*out_.const_of[id])];
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// in_list(x, "80,443") (a bpfscope extension, for the tools' port and pid
+// lists): true when the integer x is one of the comma-separated integers of
+// a compile-time string (decimal or 0x hex, spaces around commas allowed;
+// "" is the empty list). Lowered to one compare per element.
+Type Checker::in_list_call(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Type x = expr(e.args[0]);
+  if (x.kind == TypeKind::None && diags_.has_errors()) return Type::none();
+  if (!x.is_int()) {
+    error(ast_.expr(e.args[0]).loc, fmt::format("in_list() expects an integer to look for ({} provided)",
+                                                x.kind == TypeKind::None ? "none" : x.name()));
+    return Type::none();
+  }
+  expr(e.args[1]);
+  const lang::Loc list_loc = ast_.expr(e.args[1]).loc;
+  const std::optional<std::string> list = const_string(e.args[1]);
+  if (!list) {
+    error(list_loc, "in_list(): the list must be a string known when compiling: a literal (\"80,443\"), "
+                    "a string getopt(\"name\", \"\") or a positional parameter");
+    return Type::none();
+  }
+  std::vector<int64_t> values;
+  const auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  if (!trim(*list).empty()) {
+    std::string_view rest = *list;
+    for (;;) {
+      const size_t comma = rest.find(',');
+      const std::string_view item = trim(rest.substr(0, comma));
+      const auto v = parse_int_param(item);
+      if (!v) {
+        error(list_loc, fmt::format("in_list(): \"{}\" is not a list of integers: \"{}\"", *list, item));
+        return Type::none();
+      }
+      values.push_back(*v);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  out_.in_list_of[id] = std::move(values);
+  return Type::boolean();
 }
 
 // A probe kind as bpftrace's messages name it ("BEGIN", "tracepoint").

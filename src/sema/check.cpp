@@ -561,7 +561,12 @@ Type Checker::binary(ExprId id) {
   switch (e.op) {
     case Op::Eq:
     case Op::Ne:
-      if (l.is_string() && r.is_string()) return Type::boolean();
+      if (l.is_string() && r.is_string()) {
+        // Two strings known now (getopt("port", "") != ""): no run-time compare.
+        const auto a = const_string(e.args[0]), b = const_string(e.args[1]);
+        if (a && b) out_.const_of[id] = (*a == *b) == (e.op == Op::Eq);
+        return Type::boolean();
+      }
       // Tuples and records compare field by field (strings by content, so
       // their capacities may differ; records pair fields by name).
       if (l.is_tuple() || r.is_tuple()) {
@@ -1196,6 +1201,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.field_of.assign(n, FieldAccess{});
     out.for_var_of.assign(n, -1);
     out.const_of.assign(n, std::nullopt);
+    out.in_list_of.clear();
     std::vector<Type> first_pass_vars = final ? std::move(out.var_types) : std::vector<Type>{};
     out.var_types.clear();
     out.actions.clear();

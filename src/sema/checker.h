@@ -131,6 +131,10 @@ class Checker {
 
   Type getopt_call(ExprId id);
 
+  Type in_list_call(ExprId id);
+
+  std::optional<std::string> const_string(ExprId id) const;
+
   static std::string probe_type_name(ProbeKind k);
 
   Type reg_call(ExprId id);

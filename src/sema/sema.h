@@ -101,7 +101,7 @@ enum class Function {
   Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
   Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len, Kaddr,
   Strcontains, Strstr, Strerror, SyscallName, SignalName, Errorf, Warnf, Memcmp, Getopt,
-  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override,
+  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override, InList,
 };
 
 bool is_aggregation(Function f);
@@ -169,8 +169,10 @@ struct TypedProgram {
   std::vector<Function> function_of; // by ExprId: Call exprs
   std::vector<FieldAccess> field_of;  // by ExprId: BTF struct field reads (Field exprs)
   std::vector<int32_t> for_var_of;    // by ExprId of a for-range start: the loop variable
-  std::vector<std::optional<int64_t>> const_of;  // by ExprId: enum constants, sizeof, offsetof
+  // by ExprId: enum constants, sizeof, offsetof; == and != of two constant strings (1 or 0)
+  std::vector<std::optional<int64_t>> const_of;
   std::map<lang::ExprId, std::vector<UaddrSite>> uaddr_of;  // uaddr() calls: one site per attach target
+  std::map<lang::ExprId, std::vector<int64_t>> in_list_of;  // in_list() calls: the listed integers
   // vmlinux BTF, loaded on first use (casts, curtask, enum constants).
   std::shared_ptr<const bpf::Btf> btf;
   std::vector<MapInfo> maps;

@@ -205,6 +205,21 @@ TEST(Ir, KprobeAndFentryFallBackToEachOther) {
   EXPECT_EQ(kb.typed->units.at(1).mechanism, sema::ProbeKind::Fentry);
 }
 
+// in_list(x, "...") is one compare per listed value: no map, no loop.
+TEST(Ir, InListIsOneComparePerValue) {
+  const auto compares = [](const std::string& list) {
+    auto l = lower_text("tracepoint:syscalls:sys_enter_getppid { if (in_list(pid, \"" + list + "\")) { @ = 1; } }");
+    std::multiset<int64_t> out;
+    for (const auto& f : l.module.functions)
+      for (const auto& b : f.blocks)
+        for (const auto& i : b.insts)
+          if (i.op == Opcode::Branch && i.cond == Cond::Eq && i.b == kNoVreg && i.imm != 0) out.insert(i.imm);
+    return out;
+  };
+  EXPECT_EQ(compares("80, 443,0x10"), (std::multiset<int64_t>{16, 80, 443}));
+  EXPECT_EQ(compares(""), (std::multiset<int64_t>{}));
+}
+
 TEST(Ir, CountIsAnAtomicAdd) {
   auto l = lower_text("BEGIN { @c = count(); }");
   ASSERT_TRUE(l.typed.has_value());

@@ -665,5 +665,45 @@ TEST(Sema, PrintfFloatDivisors) {
   });
 }
 
+// The const_of of the first expression whose source text is `text`.
+std::optional<int64_t> const_of_text(const TypedProgram& p, const std::string& text) {
+  for (lang::ExprId e = 0; e < p.ast->exprs.size(); ++e)
+    if (p.ast->source.slice(p.ast->expr(e).loc) == text) return p.const_of[e];
+  ADD_FAILURE() << "no expression '" << text << "'";
+  return std::nullopt;
+}
+
+TEST(Sema, InListAndConstantStrings) {
+  Options o;
+  o.named_args["p"] = "80, 0x1bb ,-1";
+  o.positional = {"22,23", "7"};
+  auto a = analyse_text(
+      "BEGIN { @a = in_list(pid, getopt(\"p\", \"\")); @b = in_list(pid, $1); @c = in_list(pid, \" \");"
+      " @d = in_list(pid, $2); @e = getopt(\"p\", \"\") != \"\"; @f = \"x\" == $1; @g = \"22,23\" == $1; }",
+      o);
+  ASSERT_TRUE(a.typed.has_value()) << a.diags;
+  std::vector<std::vector<int64_t>> lists;
+  for (const auto& [id, values] : a.typed->in_list_of) lists.push_back(values);
+  EXPECT_EQ(lists, (std::vector<std::vector<int64_t>>{{80, 443, -1}, {22, 23}, {}, {7}}));
+  EXPECT_EQ(describe_maps(*a.typed), "@a[]=bool/plain;@b[]=bool/plain;@c[]=bool/plain;@d[]=bool/plain;"
+                                     "@e[]=bool/plain;@f[]=bool/plain;@g[]=bool/plain");
+  EXPECT_EQ(const_of_text(*a.typed, "getopt(\"p\", \"\") != \"\""), 1);
+  EXPECT_EQ(const_of_text(*a.typed, "\"x\" == $1"), 0);
+  EXPECT_EQ(const_of_text(*a.typed, "\"22,23\" == $1"), 1);
+  // A string only known at run time is compared at run time.
+  auto b = analyse_text("BEGIN { @x = comm == \"bash\"; }");
+  ASSERT_TRUE(b.typed.has_value()) << b.diags;
+  EXPECT_EQ(const_of_text(*b.typed, "comm == \"bash\""), std::nullopt);
+  check_err({
+      {"BEGIN { @x = in_list(1, \"80,x\"); }", "stdin:1:25-31: ERROR: in_list(): \"80,x\" is not a list of integers: \"x\""},
+      {"BEGIN { @x = in_list(1, \"80,,443\"); }", "in_list(): \"80,,443\" is not a list of integers: \"\""},
+      {"BEGIN { @x = in_list(1, \"1.5\"); }", "is not a list of integers: \"1.5\""},
+      {"BEGIN { @x = in_list(1, comm); }", "in_list(): the list must be a string known when compiling"},
+      {"BEGIN { @x = in_list(1, 80); }", "in_list(): the list must be a string known when compiling"},
+      {"BEGIN { @x = in_list(comm, \"1\"); }", "in_list() expects an integer to look for (string[16] provided)"},
+      {"BEGIN { @x = in_list(1); }", "in_list() requires 2 arguments (1 provided)"},
+  });
+}
+
 }  // namespace
 }  // namespace bpfscope::sema
