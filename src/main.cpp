@@ -215,6 +215,11 @@ int compile_and_run(Cli& cli) {
     if (all || cli.debug.count("bpf")) fmt::print("{}", codegen::disassemble(*prog));
     programs.push_back(std::move(*prog));
   }
+  // The kernel's BTF served sema and lowering; loading and running need only
+  // the ids they noted (and enum names, if the program prints any). Released
+  // here, its tables are not resident while the maps, programs and ring
+  // buffer are made, nor for the whole run.
+  if (!sema::prints_enums(*typed)) typed->btf.reset();
   fflush(stdout);
   cli.run.debug_verifier = all || cli.debug.count("verifier");
   // BPFTRACE_PERF_RB_PAGES: ring buffer pages (bpftrace's name; here the
@@ -327,7 +332,8 @@ int first_word(int argc, char** argv) {
         ++i;
       continue;
     }
-    return i;
+    // "-" is the program on stdin, never a tool.
+    return a == "-" ? 0 : i;
   }
   return 0;
 }
@@ -381,6 +387,8 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   // libbpf-tools print no attach line; -v brings it back with the mechanisms.
   cli.run.quiet = true;
   cli.run.ringbuf_bytes = runtime::kToolRingbuf;
+  cli.run.gap_before_maps = false;
+  cli.run.hist_layout = output::HistLayout::Bcc;
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;

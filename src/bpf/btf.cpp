@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <unordered_map>
 
 namespace bpfscope::bpf {
 
@@ -22,6 +21,27 @@ std::string_view strip_prefix(std::string_view s, std::string_view prefix, bool&
   if (had) s.remove_prefix(prefix.size());
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   return s;
+}
+
+// The name indexes (Btf::State) each cover a group of kinds.
+enum IndexGroup { kComposite, kEnums, kNamed, kIndexGroups };
+// A type's group, or kIndexGroups when no index covers its kind.
+IndexGroup index_group(const btf_type* t) {
+  switch (btf_kind(t)) {
+    case BTF_KIND_STRUCT:
+    case BTF_KIND_UNION: return kComposite;
+    case BTF_KIND_ENUM:
+    case BTF_KIND_ENUM64: return kEnums;
+    case BTF_KIND_TYPEDEF:
+    case BTF_KIND_INT:
+    case BTF_KIND_FLOAT: return kNamed;
+    default: return kIndexGroups;
+  }
+}
+
+// The name of enumerator `i` of an ENUM or ENUM64.
+uint32_t enumerator_name_off(const btf_type* t, uint32_t i) {
+  return btf_is_enum64(t) ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off;
 }
 
 // Read access to one BTF's types and strings. The kernel's BTF is read in
@@ -75,6 +95,8 @@ class TypeReader {
     return true;
   }
 
+  // Types from libbpf's object from now on: a file given by path, or the
+  // split BTF with the script's types on top of the ids read so far.
   void use(struct btf* b) { lib_ = b; }
   bool ok() const { return lib_ || data_; }
   // The raw bytes (to build libbpf's object when types are added on top).
@@ -99,6 +121,15 @@ class TypeReader {
     }
     return -ENOENT;
   }
+  // The ids of group `g`'s types, in id order. Noted while the kernel's BTF
+  // is read; types libbpf gives (files, the script's types) are classified
+  // by a pass over those not seen yet, so the name indexes visit only
+  // their own kinds instead of every type.
+  const std::vector<uint32_t>& ids_in(IndexGroup g) {
+    for (; grouped_ < count(); grouped_++) note_group(grouped_);
+    return groups_[g];
+  }
+
   // Bytes of a type, through typedefs, modifiers and arrays; -1 if none.
   long size_of(uint32_t id) const {
     if (lib_) return btf__resolve_size(lib_, id);
@@ -146,6 +177,9 @@ class TypeReader {
     strs_ = reinterpret_cast<const char*>(data + h.hdr_len + h.str_off);
     str_len_ = h.str_len;
     if (strs_[str_len_ - 1] != '\0') return false;
+    // At most one type per 12 bytes: reserving that much address space
+    // spares the copies of a growing vector; untouched pages cost nothing.
+    offs_.reserve(h.type_len / sizeof(btf_type) + 1);
     offs_.assign(1, 0);  // id 0: void
     uint32_t off = 0;
     while (off + sizeof(btf_type) <= h.type_len) {
@@ -174,12 +208,17 @@ class TypeReader {
         default: return false;  // a kind this reader does not know
       }
       offs_.push_back(off);
+      note_group(grouped_++);
       off += sizeof(btf_type) + extra;
     }
     if (off != h.type_len) return false;
     data_ = data;
     size_ = size;
     return true;
+  }
+
+  void note_group(uint32_t id) {
+    if (IndexGroup g = index_group(type(id)); g != kIndexGroups) groups_[g].push_back(id);
   }
 
   struct btf* lib_ = nullptr;  // not owned
@@ -192,6 +231,94 @@ class TypeReader {
   const char* strs_ = nullptr;
   uint32_t str_len_ = 0;
   std::vector<uint32_t> offs_;  // type section offset by id
+  std::vector<uint32_t> groups_[kIndexGroups];
+  uint32_t grouped_ = 1;  // ids below have been noted in groups_
+};
+
+// A name -> type id index without a node, key copy or string length per
+// entry: open addressing (linear probing) over one array of {name hash, id}.
+// Names stay in the BTF string section; a hash match is confirmed by the
+// caller's `names(id)`, which compares the name `id` stands for.
+class NameIndex {
+ public:
+  // FNV-1a, over a view or up to a NUL (the string section's names: no strlen).
+  static uint32_t hash(std::string_view s) {
+    uint32_t h = kOffset;
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * kPrime;
+    return h;
+  }
+  static uint32_t hash(const char* s) {
+    uint32_t h = kOffset;
+    for (; *s; ++s) h = (h ^ static_cast<uint8_t>(*s)) * kPrime;
+    return h;
+  }
+
+  template <typename Names>
+  std::optional<uint32_t> find(std::string_view key, Names&& names) const {
+    if (slots_.empty()) return std::nullopt;
+    const uint32_t h = hash(key);
+    for (size_t i = start(h);; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (s.id == 0) return std::nullopt;
+      if (s.hash == h && names(s.id)) return s.id;
+    }
+  }
+
+  // Adds `id` under hash `h`. An entry already standing for the same name
+  // (`names(old)`) is kept, or replaced when `replace`.
+  template <typename Names>
+  void put(uint32_t h, uint32_t id, bool replace, Names&& names) {
+    reserve(1);
+    for (size_t i = start(h);; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (s.id == 0) {
+        s = Slot{h, id};
+        ++used_;
+        return;
+      }
+      if (s.hash == h && names(s.id)) {
+        if (replace) s.id = id;
+        return;
+      }
+    }
+  }
+
+  // Room for `more` entries beyond those held, without growing again.
+  void reserve(size_t more) {
+    const size_t n = used_ + more;
+    if (n * 4 <= slots_.size() * 3) return;
+    size_t size = 16;
+    while (size * 3 < n * 4) size *= 2;
+    rehash(size);
+  }
+
+  void clear() {
+    slots_ = {};
+    used_ = 0;
+  }
+
+ private:
+  static constexpr uint32_t kOffset = 2166136261u, kPrime = 16777619u;
+  struct Slot {
+    uint32_t hash;
+    uint32_t id;  // 0: empty (id 0 is void, which has no name)
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  // Fibonacci hashing spreads FNV's low bits over the table.
+  size_t start(uint32_t h) const { return ((h * 2654435769u) >> 8) & mask(); }
+  void rehash(size_t size) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(size, Slot{0, 0});
+    for (const Slot& s : old)
+      if (s.id) {
+        size_t i = start(s.hash);
+        while (slots_[i].id) i = (i + 1) & mask();
+        slots_[i] = s;
+      }
+  }
+
+  std::vector<Slot> slots_;  // a power of two, at most 3/4 full
+  size_t used_ = 0;
 };
 
 }  // namespace
@@ -203,84 +330,132 @@ struct Btf::State {
   struct btf* base = nullptr;  // the kernel's as libbpf's object, once split
   uint32_t local_start = UINT32_MAX;  // first script-defined id
   Error error;
-  // Name indexes, each built on the first lookup that needs it, in one pass
-  // over the types. Keys point into the BTF string section, which lives as
-  // long as `btf`. Functions (56k in a 6.18 kernel) have no index: a linear
-  // btf__find_by_name_kind costs about 0.5 ms, less than indexing them.
-  enum Index { kComposite = 1, kEnums = 2, kNamed = 4 };
-  unsigned indexed = 0;
-  std::unordered_map<std::string_view, uint32_t> structs, unions, enums, typedefs, scalars;
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> enumerators;  // name -> (enum id, index)
+  // Name lookups. A script names a few types and constants (and sema asks
+  // for each twice): the first kScans lookups in a group scan the group's
+  // types, which costs less than hashing all their names. Past that, the
+  // group's indexes are built, over the types of its group. Functions (56k
+  // in a 6.18 kernel) have no index: a linear btf__find_by_name_kind costs
+  // about 0.5 ms, less than indexing them.
+  static constexpr unsigned kScans = 16;
+  unsigned scans[kIndexGroups] = {};
+  unsigned indexed = 0;  // bit g: group g's indexes are built
+  NameIndex structs, unions, enums, typedefs, scalars;
+  NameIndex enumerators;  // enumerator name -> its enum's id
 
   ~State() {
     btf__free(btf);
     btf__free(base);
   }
 
-  // Script-defined types (ids from local_start) replace earlier entries of
-  // the same name: the script's struct wins over the kernel's.
-  template <typename Map, typename V>
-  void put(Map& m, std::string_view key, uint32_t id, V value) {
-    if (id >= local_start) m.insert_or_assign(key, value);
-    else m.emplace(key, value);
-  }
-
   std::string_view name(const btf_type* ty) const { return t.str(ty->name_off); }
 
-  void build_index(unsigned which) {
-    which &= ~indexed;
-    if (!which) return;
-    indexed |= which;
-    uint32_t n = this->t.count();
-    for (uint32_t id = 1; id < n; id++) {
-      const btf_type* t = this->t.type(id);
-      switch (btf_kind(t)) {
-        case BTF_KIND_STRUCT:
-          if ((which & kComposite) && t->name_off) put(structs, name(t), id, id);
-          break;
-        case BTF_KIND_UNION:
-          if ((which & kComposite) && t->name_off) put(unions, name(t), id, id);
-          break;
-        case BTF_KIND_TYPEDEF:
-          if (which & kNamed) put(typedefs, name(t), id, id);
-          break;
-        case BTF_KIND_INT:
-        case BTF_KIND_FLOAT:
-          if (which & kNamed) put(scalars, name(t), id, id);
-          break;
-        case BTF_KIND_ENUM: {
-          if (!(which & kEnums)) break;
-          if (t->name_off) put(enums, name(t), id, id);
-          const struct btf_enum* e = btf_enum(t);
-          for (uint32_t i = 0; i < btf_vlen(t); i++)
-            put(enumerators, this->t.str(e[i].name_off), id, std::pair{id, i});
-          break;
-        }
-        case BTF_KIND_ENUM64: {
-          if (!(which & kEnums)) break;
-          if (t->name_off) put(enums, name(t), id, id);
-          const struct btf_enum64* e = btf_enum64(t);
-          for (uint32_t i = 0; i < btf_vlen(t); i++)
-            put(enumerators, this->t.str(e[i].name_off), id, std::pair{id, i});
-          break;
-        }
-        default:
-          break;
-      }
+  // Adds `id` under `nm` (a name in the string section). Script-defined
+  // types (ids from local_start) replace an earlier entry of the same name:
+  // the script's struct wins over the kernel's. `names(old)`: whether the
+  // entry `old` already stands for this name.
+  template <typename Names>
+  void put(NameIndex& index, const char* nm, uint32_t id, Names&& names) {
+    index.put(NameIndex::hash(nm), id, id >= local_start, names);
+  }
+  void put_type(NameIndex& index, const btf_type* ty, uint32_t id) {
+    const char* nm = t.str(ty->name_off);
+    put(index, nm, id, [&](uint32_t old) { return std::strcmp(t.str(t.type(old)->name_off), nm) == 0; });
+  }
+
+  // The position of enumerator `nm` in enum `id` (ENUM or ENUM64).
+  std::optional<uint32_t> enumerator_index(uint32_t id, std::string_view nm) const {
+    const btf_type* ty = t.type(id);
+    for (uint32_t i = 0; i < btf_vlen(ty); i++)
+      if (t.str(enumerator_name_off(ty, i)) == nm) return i;
+    return std::nullopt;
+  }
+
+  // The table a kind's names go to (kinds of the index groups only).
+  NameIndex& table_of(int kind) {
+    switch (kind) {
+      case BTF_KIND_STRUCT: return structs;
+      case BTF_KIND_UNION: return unions;
+      case BTF_KIND_TYPEDEF: return typedefs;
+      case BTF_KIND_INT:
+      case BTF_KIND_FLOAT: return scalars;
+      default: return enums;  // ENUM, ENUM64
     }
+  }
+
+  void build_index(IndexGroup g) {
+    if (indexed & (1u << g)) return;
+    indexed |= 1u << g;
+    const std::vector<uint32_t>& ids = t.ids_in(g);
+    // Counted first, so that no table grows (and is copied) while filled.
+    size_t of_kind[32] = {}, values = 0;
+    for (uint32_t id : ids) {
+      const btf_type* ty = t.type(id);
+      of_kind[btf_kind(ty)]++;
+      if (g == kEnums) values += btf_vlen(ty);
+    }
+    for (int kind = 0; kind < 32; kind++)
+      if (of_kind[kind]) table_of(kind).reserve(of_kind[kind]);
+    if (g == kEnums) enumerators.reserve(values);
+    for (uint32_t id : ids) {
+      const btf_type* ty = t.type(id);
+      if (g == kEnums) {
+        for (uint32_t i = 0; i < btf_vlen(ty); i++) {
+          const char* nm = t.str(enumerator_name_off(ty, i));
+          put(enumerators, nm, id, [&](uint32_t old) { return enumerator_index(old, nm).has_value(); });
+        }
+      }
+      if (ty->name_off) put_type(table_of(btf_kind(ty)), ty, id);
+    }
+  }
+
+  // Whether group g's lookups go to its indexes (else they scan its types).
+  bool use_index(IndexGroup g) {
+    if (!(indexed & (1u << g)) && ++scans[g] <= kScans) return false;
+    build_index(g);
+    return true;
+  }
+  // Over group g's types in id order, the answer the indexes would give of
+  // those `match` accepts: the kernel's first, a script's last.
+  template <typename T, typename Match>
+  std::optional<T> scan(IndexGroup g, Match&& match) {
+    std::optional<T> found;
+    for (uint32_t id : t.ids_in(g)) {
+      std::optional<T> m = match(id);
+      if (!m) continue;
+      if (!found || id >= local_start) found = m;
+      if (local_start == UINT32_MAX) break;
+    }
+    return found;
+  }
+  // The type named `nm` among those whose names go to `index`.
+  std::optional<uint32_t> lookup(IndexGroup g, const NameIndex& index, std::string_view nm) {
+    if (use_index(g)) return index.find(nm, [&](uint32_t id) { return name(t.type(id)) == nm; });
+    return scan<uint32_t>(g, [&](uint32_t id) -> std::optional<uint32_t> {
+      const btf_type* ty = t.type(id);
+      if (&table_of(btf_kind(ty)) != &index || !ty->name_off || name(ty) != nm) return std::nullopt;
+      return id;
+    });
+  }
+  // The enum declaring enumerator `nm` and the enumerator's position in it.
+  std::optional<std::pair<uint32_t, uint32_t>> lookup_enumerator(std::string_view nm) {
+    using Found = std::pair<uint32_t, uint32_t>;
+    if (use_index(kEnums)) {
+      std::optional<uint32_t> pos;
+      auto id = enumerators.find(nm, [&](uint32_t enum_id) { return (pos = enumerator_index(enum_id, nm)).has_value(); });
+      if (!id) return std::nullopt;
+      return Found{*id, *pos};
+    }
+    return scan<Found>(kEnums, [&](uint32_t id) -> std::optional<Found> {
+      auto pos = enumerator_index(id, nm);
+      if (!pos) return std::nullopt;
+      return Found{id, *pos};
+    });
   }
 
   std::optional<uint32_t> find_func(std::string_view nm) const {
     int id = t.find(nm, BTF_KIND_FUNC);
     if (id <= 0) return std::nullopt;
     return static_cast<uint32_t>(id);
-  }
-
-  static std::optional<uint32_t> lookup(const std::unordered_map<std::string_view, uint32_t>& m,
-                                        std::string_view key) {
-    auto it = m.find(key);
-    if (it == m.end()) return std::nullopt;
-    return it->second;
   }
 };
 
@@ -571,21 +746,19 @@ Result<void> Btf::add_types(const std::vector<BtfNewType>& types) {
   }
   // Rebuild the name indexes on the next lookup, now with the new types.
   s.indexed = 0;
-  s.structs.clear(), s.unions.clear(), s.enums.clear(), s.typedefs.clear(), s.scalars.clear();
-  s.enumerators.clear();
+  for (NameIndex* index : {&s.structs, &s.unions, &s.enums, &s.typedefs, &s.scalars, &s.enumerators}) index->clear();
   return {};
 }
 
 std::optional<uint32_t> Btf::find_struct(std::string_view name) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;
-  s.build_index(State::kComposite);
   bool is_struct = false, is_union = false;
   name = strip_prefix(name, "struct ", is_struct);
   if (!is_struct) name = strip_prefix(name, "union ", is_union);
   if (!is_union)
-    if (auto id = State::lookup(s.structs, name)) return id;
-  if (!is_struct) return State::lookup(s.unions, name);
+    if (auto id = s.lookup(kComposite, s.structs, name)) return id;
+  if (!is_struct) return s.lookup(kComposite, s.unions, name);
   return std::nullopt;
 }
 
@@ -595,16 +768,11 @@ std::optional<uint32_t> Btf::find_type(std::string_view name) const {
   bool had = false;
   if (name.starts_with("struct ") || name.starts_with("union ")) return find_struct(name);
   std::string_view rest = strip_prefix(name, "enum ", had);
-  s.build_index(State::kNamed);
-  if (had) {
-    s.build_index(State::kEnums);
-    return State::lookup(s.enums, rest);
-  }
-  if (auto id = State::lookup(s.typedefs, name)) return id;
-  if (auto id = State::lookup(s.scalars, name)) return id;
+  if (had) return s.lookup(kEnums, s.enums, rest);
+  if (auto id = s.lookup(kNamed, s.typedefs, name)) return id;
+  if (auto id = s.lookup(kNamed, s.scalars, name)) return id;
   if (auto id = find_struct(name)) return id;
-  s.build_index(State::kEnums);
-  return State::lookup(s.enums, name);
+  return s.lookup(kEnums, s.enums, name);
 }
 
 namespace {
@@ -674,11 +842,10 @@ std::vector<BtfMember> Btf::members(uint32_t struct_id) const {
 std::optional<int64_t> Btf::enum_value(std::string_view name) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;
-  s.build_index(State::kEnums);
-  auto it = s.enumerators.find(name);
-  if (it == s.enumerators.end()) return std::nullopt;
-  const btf_type* t = s.t.type(it->second.first);
-  uint32_t i = it->second.second;
+  auto found = s.lookup_enumerator(name);
+  if (!found) return std::nullopt;
+  const btf_type* t = s.t.type(found->first);
+  uint32_t i = found->second;
   if (btf_is_enum64(t)) return static_cast<int64_t>(btf_enum64_value(btf_enum64(t) + i));
   int32_t v = btf_enum(t)[i].val;
   // Unsigned 32-bit enums (kflag clear) keep values above INT32_MAX positive.
@@ -689,10 +856,9 @@ std::optional<int64_t> Btf::enum_value(std::string_view name) const {
 std::optional<uint32_t> Btf::enum_of(std::string_view name) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;
-  s.build_index(State::kEnums);
-  auto it = s.enumerators.find(name);
-  if (it == s.enumerators.end()) return std::nullopt;
-  return it->second.first;
+  auto found = s.lookup_enumerator(name);
+  if (!found) return std::nullopt;
+  return found->first;
 }
 
 std::optional<std::string> Btf::enumerator_name(uint32_t enum_id, int64_t value) const {
@@ -791,11 +957,10 @@ std::vector<std::pair<std::string, uint32_t>> Btf::funcs_matching(std::string_vi
 std::optional<uint32_t> Btf::tracepoint_btf_id(std::string_view event) const {
   State& s = state();
   if (!s.t.ok()) return std::nullopt;
-  s.build_index(State::kNamed);
   if (auto colon = event.rfind(':'); colon != std::string_view::npos) event.remove_prefix(colon + 1);
   if (event.empty()) return std::nullopt;
   std::string key = "btf_trace_" + std::string(event);
-  return State::lookup(s.typedefs, key);
+  return s.lookup(kNamed, s.typedefs, key);
 }
 
 std::optional<std::vector<BtfParam>> Btf::tracepoint_args(std::string_view event) const {

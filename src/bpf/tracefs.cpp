@@ -238,6 +238,15 @@ Result<std::vector<std::string>> list_tracepoints(std::string_view category_glob
   if (!root) return std::unexpected(root.error());
 
   std::vector<std::string> out;
+  // A name without wildcards is its event's directory: no need for the
+  // kernel to print available_events (~2,000 lines, about 1 ms here).
+  auto exact = [](std::string_view s) { return valid_name_part(s) && s.find_first_of("*?") == s.npos; };
+  if (exact(category_glob) && exact(event_glob)) {
+    std::string name = std::string(category_glob) + ":" + std::string(event_glob);
+    if (is_dir((*root + "/events/" + std::string(category_glob) + "/" + std::string(event_glob)).c_str()))
+      out.push_back(std::move(name));
+    return out;
+  }
   auto consider = [&](std::string_view cat, std::string_view ev) {
     if (glob_match(category_glob, cat) && glob_match(event_glob, ev)) {
       std::string s(cat);

@@ -134,6 +134,34 @@ Bound lhist_bound(int64_t number, int64_t step) {
 // For k = 0 this is: 0 negatives, 1 the value 0, 2 the value 1, and
 // [2^j, 2^(j+1)) -> j + 2. With k > 0, indexes 1..2^(k+1) are single values
 // (0 .. 2^(k+1)-1) and each later power of two splits into 2^k buckets.
+std::string log2_table(const std::vector<uint64_t>& buckets, std::string_view unit) {
+  // bpftrace's buckets (bits 0): 0 negatives, 1 the value 0, 2 the value 1,
+  // i >= 3 [2^(i-2), 2^(i-1)).
+  auto at = [&](size_t i) { return i < buckets.size() ? buckets[i] : 0; };
+  std::vector<uint64_t> slots = {at(0) + at(1) + at(2)};
+  for (size_t i = 3; i < buckets.size() && slots.size() < 64; ++i) slots.push_back(buckets[i]);
+  int last = -1;
+  uint64_t max_count = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i] > 0) last = static_cast<int>(i);
+    max_count = std::max(max_count, slots[i]);
+  }
+  if (last < 0) return "";
+  // Past 2^32 the columns widen and the bar halves, as libbpf-tools do.
+  const bool wide = last > 32;
+  const int width = wide ? 20 : 10;
+  const int bar_width = wide ? 20 : 40;
+  std::string out = fmt::format("{:{}}{:<{}} : count    distribution\n", "", wide ? 15 : 5, unit, wide ? 29 : 19);
+  for (int i = 0; i <= last; ++i) {
+    const uint64_t low = i == 0 ? 0 : uint64_t{1} << i;
+    const uint64_t high = i == 63 ? UINT64_MAX : (uint64_t{1} << (i + 1)) - 1;
+    const auto stars = static_cast<size_t>(static_cast<unsigned __int128>(slots[i]) * bar_width / max_count);
+    fmt::format_to(std::back_inserter(out), "{:>{}} -> {:<{}} : {:<8} |{:<{}}|\n", low, width, high, width, slots[i],
+                   std::string(stars, '*'), bar_width);
+  }
+  return out;
+}
+
 uint32_t hist_index(int64_t value, int bits) {
   const int k = clamp_bits(bits);
   if (value < 0) return 0;

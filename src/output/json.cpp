@@ -220,10 +220,15 @@ std::string json_value(const Value& v) {
       return json_uint(v.u);
     case Value::Kind::Bool:
       return v.i != 0 ? "true" : "false";
-    case Value::Kind::Float:
-      // The shortest text that reads back as the same double; JSON has no NaN
-      // or infinity.
-      return std::isfinite(v.f) ? fmt::format("{}", v.f) : "null";
+    case Value::Kind::Float: {
+      // The shortest text that reads back as the same double, with a ".0"
+      // when it has no fraction or exponent (so readers keep it a float);
+      // JSON has no NaN or infinity.
+      if (!std::isfinite(v.f)) return "null";
+      std::string s = fmt::format("{}", v.f);
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return s;
+    }
     case Value::Kind::String:
       return json_string(v.s);
     case Value::Kind::Buffer:

@@ -217,7 +217,20 @@ std::string entry_name(const MapSnapshot& map, const Value& key) {
 
 }  // namespace
 
-std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div) {
+namespace {
+
+// "port = 80, backlog_max = 128" for a record key, else the key's text.
+std::string key_label(const Value& key) {
+  if (key.kind != Value::Kind::Tuple || key.names.size() != key.elems.size()) return key_text(key);
+  std::string out;
+  for (size_t i = 0; i < key.elems.size(); ++i)
+    out += (i ? ", " : "") + key.names[i] + " = " + to_text(key.elems[i]);
+  return out;
+}
+
+}  // namespace
+
+std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLayout layout) {
   std::vector<Entry> entries = select_entries(map, top);
   if (div == 0) div = 1;
 
@@ -225,6 +238,12 @@ std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div) {
   for (const auto& [key, agg] : entries) {
     switch (map.kind) {
       case AggKind::Hist:
+        if (layout == HistLayout::Bcc && map.hist.bits == 0 && div == 1) {
+          if (map.keyed) out += key_label(key) + "\n";
+          out += log2_table(agg.buckets, map.name.size() > 1 ? map.name.substr(1) : "value");
+          out += '\n';
+          break;
+        }
         // "@h:" / "@h[k]:", the bucket lines, an empty line.
         out += entry_name(map, key) + ":\n";
         out += hist_text_div(agg.buckets, map.hist.bits, div);

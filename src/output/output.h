@@ -100,11 +100,18 @@ struct MapSnapshot {
   std::vector<std::pair<Value, Aggregate>> entries;  // key (Kind::None when !keyed), value
 };
 
+// How hist() maps print: bpftrace's "[4, 8)  3 |@@@ |" lines, or the log2
+// table of bcc's libbpf-tools ("4 -> 7 : 3 |*** |" under a "usecs : count
+// distribution" header named after the map, a "name = value" line before
+// each keyed entry), which the packaged tools use.
+enum class HistLayout { Bpftrace, Bcc };
+
 // The map as bpftrace 0.26 prints it at exit and for print(@m, top, div):
 // entries sorted per REFERENCE.md 4.3, `top` keeps the last top entries (0 =
 // all), `div` divides values (0 or 1 = no division). Prints nothing for an
 // empty map. Ends with "\n" after each line; histograms end with an empty line.
-std::string map_text(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0);
+std::string map_text(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0,
+                     HistLayout layout = HistLayout::Bpftrace);
 
 // The histogram body only (the bucket lines), for one entry.
 std::string hist_text(const std::vector<uint64_t>& buckets, int bits);
@@ -113,6 +120,11 @@ std::string lhist_text(const std::vector<uint64_t>& buckets, int64_t min, int64_
 // Bucket index for a value, the same function the BPF code computes; used by
 // tests and by user-space fallbacks.
 uint32_t hist_index(int64_t value, int bits);
+
+// hist() buckets (bits 0) as libbpf-tools' print_log2_hist table: slot 0
+// holds 0 and 1 (and negatives), slot k>0 [2^k, 2^(k+1)); `unit` names the
+// values. Empty when every bucket is.
+std::string log2_table(const std::vector<uint64_t>& buckets, std::string_view unit);
 uint32_t hist_bucket_count(int bits);  // number of buckets for hist(n, bits)
 uint32_t lhist_index(int64_t value, int64_t min, int64_t max, int64_t step);
 uint32_t lhist_bucket_count(int64_t min, int64_t max, int64_t step);

@@ -1,6 +1,7 @@
 // printf(): parsing the format once and formatting each event with C/libc
 // semantics (REFERENCE 6.5 and 9: bpfscope keeps libc precision handling and
 // the 32-bit conversion of unmodified %d/%u, where 0.26 uses iostreams).
+#include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 #include <optional>
@@ -20,6 +21,8 @@ struct Conversion {
   std::string flags;  // any of "-+ #0", as written
   int width = -1;
   int precision = -1;
+  bool star_width = false;      // "%*d": the width is an argument
+  bool star_precision = false;  // "%.*s": the precision is an argument
   std::string length;
   char conv = 0;
   std::string buffer_mode;
@@ -53,13 +56,21 @@ std::variant<Conversion, ScanError> scan_conversion(std::string_view s, size_t p
     out = static_cast<int>(v);
     return fits;
   };
-  if (i < s.size() && is_digit(s[i]) && !number(c.width)) {
+  if (i < s.size() && s[i] == '*') {
+    c.star_width = true;
+    i++;
+  } else if (i < s.size() && is_digit(s[i]) && !number(c.width)) {
     return ScanError{i, "width too large"};
   }
   if (i < s.size() && s[i] == '.') {
     i++;
     // C: a '.' with no digits is precision 0.
-    if (!number(c.precision)) return ScanError{i, "precision too large"};
+    if (i < s.size() && s[i] == '*') {
+      c.star_precision = true;
+      i++;
+    } else if (!number(c.precision)) {
+      return ScanError{i, "precision too large"};
+    }
   }
   for (const std::string_view len : {"hh", "h", "ll", "l", "j", "z", "t", "L"}) {
     if (s.substr(i, len.size()) == len) {
@@ -248,6 +259,17 @@ std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
       return "printf: " + err->why + ": " + token;
     }
     const Conversion& c = std::get<Conversion>(scanned);
+    // "%-*.*s": the width and precision arguments come first, as in C; each
+    // is a spec of its own that wants an integer.
+    for (int stars = c.star_width + c.star_precision; stars > 0; --stars) {
+      PrintfSpec star;
+      star.literal_before = std::move(literal);
+      literal.clear();
+      star.spec = "*";
+      star.conv = '*';
+      star.wants = PrintfSpec::ArgKind::Integer;
+      out.specs.push_back(std::move(star));
+    }
     PrintfSpec spec;
     spec.literal_before = std::move(literal);
     literal.clear();
@@ -266,9 +288,14 @@ std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
 std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& args) {
   std::string out;
   const Value missing;
+  std::vector<int64_t> stars;  // the * arguments of the next conversion
   for (size_t i = 0; i < fmt.specs.size(); i++) {
     const PrintfSpec& spec = fmt.specs[i];
     out += spec.literal_before;
+    if (spec.conv == '*') {
+      stars.push_back(i < args.size() ? args[i].as_i64() : 0);
+      continue;
+    }
     // The spec text is re-scanned for flags, width and precision; a spec built
     // by hand without it falls back to its conversion and length alone.
     Conversion c;
@@ -281,11 +308,24 @@ std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& arg
     }
     if (written) {
       c = *written;
+      // As C: a negative * width is the '-' flag and its magnitude, a
+      // negative * precision none at all.
+      size_t next = 0;
+      if (c.star_width && next < stars.size()) {
+        int64_t w = stars[next++];
+        if (w < 0 && c.flags.find('-') == std::string::npos) c.flags += '-';
+        c.width = static_cast<int>(std::min<int64_t>(w < 0 ? -w : w, kMaxWidth));
+      }
+      if (c.star_precision && next < stars.size()) {
+        int64_t p = stars[next++];
+        c.precision = p < 0 ? -1 : static_cast<int>(std::min<int64_t>(p, kMaxWidth));
+      }
     } else {
       c.conv = spec.conv;
       c.length = spec.length;
       c.buffer_mode = spec.buffer_mode;
     }
+    stars.clear();
     out += apply(c, i < args.size() ? args[i] : missing);
   }
   out += fmt.trailing;

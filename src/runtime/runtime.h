@@ -11,6 +11,7 @@
 #include "bpf/codegen/codegen.h"
 #include "ir/ir.h"
 #include "lang/source.h"
+#include "output/output.h"
 #include "sema/sema.h"
 
 namespace bpfscope::runtime {
@@ -28,6 +29,8 @@ struct Options {
   bool verbose = false;      // -v
   bool no_warnings = false;  // --no-warnings: warnf() prints nothing
   bool dry_run = false;      // --dry-run: load, do not attach or run
+  bool gap_before_maps = true;  // bpftrace's two newlines before the exit-time maps (tools print none)
+  output::HistLayout hist_layout = output::HistLayout::Bpftrace;  // tools print libbpf-tools' log2 tables
   bool debug_verifier = false;  // -d verifier: print the kernel's log
   // Ring buffer bytes (a power of two, at least a page); 0 picks by program:
   // kStreamingRingbuf when probes other than BEGIN/END print, else

@@ -251,8 +251,9 @@ class Session {
     drain();
     report_lost(true);
     report_failed_updates();
-    if (!o_.json) fmt::print(out_, "\n\n");
+    if (!o_.json && o_.gap_before_maps) fmt::print(out_, "\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
+    flush_event();
     fflush(out_);
     if (child_pid_ > 0 && !child_reaped_) {
       // The child outlives a Ctrl-C of the tracer only if it ignores it; reap if done.
@@ -570,7 +571,32 @@ class Session {
     return 255;
   }
 
-  void emit_out(std::string_view s) { fwrite(s.data(), 1, s.size(), out_); }
+  void emit_out(std::string_view s) {
+    flush_event();
+    fwrite(s.data(), 1, s.size(), out_);
+  }
+
+  // -f json: a printf with named arguments is an event whose fields are
+  // those arguments. A line printed in pieces (formats that do not end in a
+  // newline, for optional columns) is one event: its fields gather here
+  // until the piece that ends the line, or until other output.
+  void add_event_fields(const sema::Action& a, std::vector<output::Value>& args) {
+    for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
+      if (a.arg_names[i].empty()) continue;
+      event_names_.push_back(a.arg_names[i]);
+      event_values_.push_back(std::move(args[i]));
+    }
+    event_open_ = true;
+    if (a.format.ends_with('\n')) flush_event();
+  }
+  void flush_event() {
+    if (!event_open_) return;
+    event_open_ = false;
+    std::string s = output::json_named_event(event_names_, event_values_);
+    fwrite(s.data(), 1, s.size(), out_);
+    event_names_.clear();
+    event_values_.clear();
+  }
 
   static int on_record(void* ctx, void* data, size_t size) {
     return static_cast<Session*>(ctx)->record(static_cast<const uint8_t*>(data), size);
@@ -592,8 +618,9 @@ class Session {
       if (a.divisors[i] != 0) args[i] = output::Value::of_float(args[i].as_double() / a.divisors[i]);
     switch (a.kind) {
       case sema::ActionKind::Printf: {
-        if (o_.json && !a.arg_names.empty()) {
-          emit_out(output::json_named_event(a.arg_names, args));
+        if (o_.json && (event_open_ || std::any_of(a.arg_names.begin(), a.arg_names.end(),
+                                                   [](const std::string& n) { return !n.empty(); }))) {
+          add_event_fields(a, args);
           break;
         }
         std::string s = output::format_printf(a.printf_format, args);
@@ -610,7 +637,7 @@ class Session {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
-        emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u));
+        emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u, o_.hist_layout));
         break;
       }
       case sema::ActionKind::PrintValue: {
@@ -783,7 +810,7 @@ class Session {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
       auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
-      emit_out(o_.json ? output::json_map(snap) : output::map_text(snap));
+      emit_out(o_.json ? output::json_map(snap) : output::map_text(snap, 0, 0, o_.hist_layout));
     }
   }
 
@@ -797,6 +824,9 @@ class Session {
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<ValueNames> names_;
+  std::vector<std::string> event_names_;  // -f json: the event being printed in pieces
+  std::vector<output::Value> event_values_;
+  bool event_open_ = false;
   std::vector<bpf::Fd> prog_fds_;
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;

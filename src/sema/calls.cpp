@@ -944,15 +944,14 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     return Type::none();
   }
   set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
-  // Named arguments: every one after the format, or none.
+  // Named arguments are the fields of a JSON event; unnamed ones (widths,
+  // decorations) are only printed. "" for an unnamed one.
   std::vector<std::string> names;
   if (!e.field_names.empty()) {
-    for (size_t i = 0; i < e.args.size(); ++i)
-      if (e.field_names[i].empty() != (i == 0)) {
-        error(ast_.expr(e.args[i]).loc, i == 0 ? "printf: the format cannot be named"
-                                               : "printf: name every argument after the format, or none");
-        return Type::none();
-      }
+    if (!e.field_names[0].empty()) {
+      error(ast_.expr(e.args[0]).loc, "printf: the format cannot be named");
+      return Type::none();
+    }
     names.assign(e.field_names.begin() + 1, e.field_names.end());
   }
   auto parsed = output::parse_printf(f.sval);
@@ -977,6 +976,10 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
   for (size_t i = 0; i < supplied; ++i) {
     const Expr& a = ast_.expr(e.args[i + 1]);
     const auto& spec = format.specs[i];
+    if (spec.conv == '*' && i < names.size() && !names[i].empty()) {
+      error(a.loc, fmt::format("{}: a * width or precision cannot be named", e.name));
+      return Type::none();
+    }
     const std::optional<double> divisor = float_divisor(a);
     if (divisor && *divisor == 0) {
       error(ast_.expr(a.args[1]).loc, fmt::format("{}: division by zero", e.name));

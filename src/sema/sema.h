@@ -173,7 +173,9 @@ struct TypedProgram {
   std::vector<std::optional<int64_t>> const_of;
   std::map<lang::ExprId, std::vector<UaddrSite>> uaddr_of;  // uaddr() calls: one site per attach target
   std::map<lang::ExprId, std::vector<int64_t>> in_list_of;  // in_list() calls: the listed integers
-  // vmlinux BTF, loaded on first use (casts, curtask, enum constants).
+  // vmlinux BTF, loaded on first use (casts, curtask, enum constants); for
+  // sema and lowering, and for printing enum values by name (main releases
+  // it before the load when nothing prints an enum).
   std::shared_ptr<const bpf::Btf> btf;
   std::vector<MapInfo> maps;
   std::vector<Action> actions;
@@ -228,6 +230,10 @@ const char* probe_kind_name(ProbeKind k);
 
 // The provider table, for -l and for error messages.
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
+
+// Whether the program prints a value of a kernel enum (by its name, which
+// the runtime finds in the BTF): the BTF must then outlive compilation.
+bool prints_enums(const TypedProgram& program);
 
 // -l [PATTERN]: the probes matching PATTERN, one per line ("" lists the
 // tracepoints, raw tracepoints and software events; also uprobe:BIN:FUNC,

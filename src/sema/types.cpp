@@ -2,7 +2,29 @@
 
 #include <fmt/format.h>
 
+#include "sema/sema.h"
+
 namespace bpfscope::sema {
+
+namespace {
+
+bool has_enum(const Type& t) {
+  if (t.enum_id) return true;
+  for (const auto& e : t.elems)
+    if (!t.is_pointer && has_enum(e)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool prints_enums(const TypedProgram& program) {
+  for (const auto& a : program.actions)
+    for (const auto& t : a.args)
+      if (has_enum(t)) return true;
+  for (const auto& m : program.maps)
+    if (has_enum(m.key) || has_enum(m.value)) return true;
+  return false;
+}
 
 Type Type::tuple(std::vector<Type> elems, std::vector<std::string> names) {
   Type t;

@@ -239,6 +239,27 @@ TEST(Tracefs, ListTracepoints) {
   EXPECT_TRUE(none->empty());
 }
 
+TEST(Tracefs, ListExactNameAgreesWithListing) {
+  // A name without wildcards is looked up as its event directory, not in
+  // available_events: both must give the same answer.
+  auto all = list_tracepoints("*", "*");
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  for (size_t i = 0; i < all->size(); i += 25) {
+    const std::string& name = (*all)[i];
+    auto colon = name.find(':');
+    auto one = list_tracepoints(name.substr(0, colon), name.substr(colon + 1));
+    ASSERT_TRUE(one.has_value()) << name;
+    EXPECT_EQ(*one, std::vector<std::string>{name});
+  }
+  // Not events: a missing one, the category's control files, path tricks.
+  for (auto [cat, ev] : {std::pair{"syscalls", "no_such_event"}, {"sched", "enable"}, {"sched", "filter"},
+                         {"no_such_category", "x"}, {"sched", ".."}, {"..", "sched"}, {"sched/..", "sched"}}) {
+    auto l = list_tracepoints(cat, ev);
+    ASSERT_TRUE(l.has_value()) << cat << ":" << ev;
+    EXPECT_TRUE(l->empty()) << cat << ":" << ev;
+  }
+}
+
 TEST(Glob, Table) {
   struct Case {
     const char* pattern;

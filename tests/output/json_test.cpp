@@ -82,11 +82,14 @@ TEST(JsonValue, Values) {
       {T({I(1), S("b")}), R"([1,"b"])"},
       {T({I(1), T({I(2), S("x y")}), B(true)}), R"([1,[2,"x y"],true])"},
       {Value{}, "null"},
-      // Floats: shortest round trip; JSON has no infinity.
+      // Floats: shortest round trip, always with a fraction or exponent; JSON
+      // has no infinity.
       {Value::of_float(9.765625), "9.765625"},
       {Value::of_float(9.77), "9.77"},
       {Value::of_float(-2.5), "-2.5"},
-      {Value::of_float(1234567.0), "1234567"},
+      {Value::of_float(1234567.0), "1234567.0"},
+      {Value::of_float(0.0), "0.0"},
+      {Value::of_float(1e300), "1e+300"},
       {Value::of_float(1.0 / 0.0), "null"},
       {Value::of_record({"a", "b"}, {I(1), S("x")}), R"({"a": 1, "b": "x"})"},
       {T({Value::of_record({"m"}, {T({I(2), I(3)})}), I(4)}), R"([{"m": [2,3]},4])"},

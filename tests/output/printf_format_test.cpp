@@ -127,7 +127,7 @@ TEST(Printf, Errors) {
       {"%", "printf: Unknown format string token: %"},
       {"abc %-", "printf: Unknown format string token: %-"},
       {"%n", "printf: Unknown format string token: %n"},
-      {"%*d", "printf: Unknown format string token: %*"},
+      {"%**d", "printf: Unknown format string token: %**"},
       {"%lq", "printf: Unknown format string token: %lq"},
       {"%gr", "printf: %gr (GFP flags) is not supported: %gr"},
       {"%999999999d", "printf: width too large: %999999999"},
@@ -138,6 +138,25 @@ TEST(Printf, Errors) {
     ASSERT_TRUE(std::holds_alternative<std::string>(parsed)) << format;
     EXPECT_EQ(std::get<std::string>(parsed), error) << format;
   }
+}
+
+// "%-*s", "%.*s": C's width and precision arguments (a bpfscope extension).
+TEST(Printf, StarWidthAndPrecision) {
+  auto parsed = parse_printf("[%-*s|%*.*s|%.*d]");
+  ASSERT_TRUE(std::holds_alternative<PrintfFormat>(parsed));
+  const auto& f = std::get<PrintfFormat>(parsed);
+  ASSERT_EQ(f.specs.size(), 7u);
+  EXPECT_EQ(f.specs[0].conv, '*');
+  EXPECT_EQ(f.specs[0].literal_before, "[");
+  EXPECT_EQ(f.specs[1].spec, "%-*s");
+  EXPECT_EQ(f.specs[1].literal_before, "");
+  EXPECT_EQ(format_printf(f, {Value::of_int(5), Value::of_string("ab"), Value::of_int(6), Value::of_int(2),
+                              Value::of_string("xyz"), Value::of_int(3), Value::of_int(7)}),
+            "[ab   |    xy|007]");
+  // A negative width left-aligns, a negative precision is none.
+  EXPECT_EQ(format_printf(f, {Value::of_int(-4), Value::of_string("a"), Value::of_int(3), Value::of_int(-1),
+                              Value::of_string("xyz"), Value::of_int(0), Value::of_int(7)}),
+            "[a   |xyz|7]");
 }
 
 TEST(Printf, Parse) {

@@ -2,10 +2,9 @@
 namespace receives, and the tool's count of retransmits equals the kernel's
 TcpRetransSegs in the sender's namespace."""
 import re
-import subprocess
 import unittest
 
-from toolrun import NetnsPair, mount_tracefs, run_tool, tcp_session
+from toolrun import LossyPair, mount_tracefs, run_tool, tcp_session
 
 SEND = 3000000
 
@@ -19,29 +18,6 @@ def nstat(pair, name):
         m = re.search(r"^%s\s+(\d+)" % name, out, re.M)
         total += int(m.group(1)) if m else 0
     return total
-
-
-class LossyPair(NetnsPair):
-    """A namespace pair whose side a drops 5% of the TCP segments to PORT, and
-    whose side b sends one segment per skb (so retransmits are segments)."""
-
-    def __init__(self, tag, port):
-        super().__init__(tag)
-        self.port = port
-
-    def __enter__(self):
-        super().__enter__()
-        try:
-            self.run("b", ["ip", "link", "set", "dev", "bsv1", "gso_max_segs", "1"], check=True)
-            for rule in (["add", "table", "inet", "bpfscope"],
-                         ["add", "chain", "inet", "bpfscope", "in", "{ type filter hook input priority 0; }"],
-                         ["add", "rule", "inet", "bpfscope", "in", "tcp", "dport", str(self.port), "numgen", "random",
-                          "mod", "100", "<", "5", "counter", "drop"]):
-                self.run("a", ["nft"] + rule, check=True)
-        except Exception:
-            super().__exit__(None, None, None)
-            raise
-        return self
 
 
 class TcpretransTest(unittest.TestCase):

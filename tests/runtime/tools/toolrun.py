@@ -7,6 +7,7 @@ binary comes from $BPFSCOPE (default build-release/bpfscope).
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -162,6 +163,36 @@ class NetnsPair:
 
     def popen(self, side, argv, **kw):
         return subprocess.Popen(["ip", "netns", "exec", self.ns(side)] + list(argv), **kw)
+
+
+class LossyPair(NetnsPair):
+    """A namespace pair whose side a drops a share of the TCP segments sent to
+    `port` (nftables, input hook; `match` adds to the rule, e.g. "tcp flags !
+    syn"), and whose side b sends one segment per skb (gso_max_segs 1), so
+    that retransmits are segments. `dropped()` reads the rule's counter."""
+
+    def __init__(self, tag, port, percent=5, match=""):
+        super().__init__(tag)
+        self.port, self.percent, self.match = port, percent, match
+
+    def __enter__(self):
+        super().__enter__()
+        try:
+            self.run("b", ["ip", "link", "set", "dev", "bsv1", "gso_max_segs", "1"], check=True)
+            rule = "tcp dport %d %s numgen random mod 100 < %d counter drop" % (self.port, self.match, self.percent)
+            for cmd in ("add table inet bpfscope",
+                        "add chain inet bpfscope in { type filter hook input priority 0; }",
+                        "add rule inet bpfscope in " + rule):
+                self.run("a", ["nft"] + cmd.split(), check=True)
+        except Exception:
+            super().__exit__(None, None, None)
+            raise
+        return self
+
+    def dropped(self):
+        out = self.run("a", ["nft", "list", "chain", "inet", "bpfscope", "in"], capture_output=True, text=True,
+                       check=True).stdout
+        return int(re.search(r"counter packets (\d+)", out).group(1))
 
 
 def python_in(pair, side, code, *args, **kw):
