@@ -16,10 +16,12 @@ ARGS = sys.argv[2:]
 
 class Actor:
     """Python `code` (after PRELUDE: ARGS holds the extra arguments) in side
-    `side` of `pair`, named `comm`; paused until go()."""
+    `side` of `pair` (pair None: this namespace), named `comm`; paused until
+    go()."""
 
     def __init__(self, pair, side, comm, code, *args):
-        argv = ["ip", "netns", "exec", pair.ns(side), sys.executable, "-c", PRELUDE + code, comm]
+        argv = ([] if pair is None else ["ip", "netns", "exec", pair.ns(side)]) + \
+            [sys.executable, "-c", PRELUDE + code, comm]
         self.comm = comm
         self.proc = subprocess.Popen(argv + [str(a) for a in args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)

@@ -126,7 +126,7 @@ class SockToolsTest(unittest.TestCase):
         m = maps(run)
         want = {(128, 255): 3, (512, 1023): 2 * N, (2048, 4095): 2}
         for name in ("@read_bytes", "@write_bytes"):
-            got = {(b["min"], b["max"]): b["count"] for b in m[name][actor.comm] if b["count"]}
+            got = {(b["min"], b["max"]): b["count"] for b in m[name]["{.comm=%s}" % actor.comm] if b["count"]}
             self.assertEqual(got, want, (name, run))
 
     def test_sormem_histograms(self):
@@ -183,23 +183,67 @@ print(r.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF), 40 - queued)
 
     def test_soconnlat(self):
         run, actor, _ = self.run_on_traffic(["soconnlat", "-f", "json"], pid_option=True)
-        hists = maps(run)["@us"]
-        # Keys are (user stack, comm); three IP connects (TCP v4, v6, UDP) took under 1 s each.
-        mine = [buckets for key, buckets in hists.items() if key.endswith(actor.comm)]
+        hists = maps(run)["@usecs"]
+        # Keys are (comm, user stack); three IP connects (TCP v4, v6, UDP) took under 1 s each.
+        mine = [buckets for key, buckets in hists.items() if key.startswith("{.comm=%s," % actor.comm)]
         self.assertEqual(sum(b["count"] for h in mine for b in h), 3, run)
         for h in mine:
             for b in h:
                 if b["count"]:
                     self.assertLess(b.get("max", 0), 1000000, run)
 
+    def test_soconnlat_nonblocking(self):
+        # A listener with backlog 0 holds one connection in its accept queue;
+        # a non-blocking connect behind it gets EINPROGRESS (its SYN is
+        # dropped while the queue is full) and completes when its SYN is
+        # retransmitted, about 1 s later, after the first one was accepted:
+        # soconnlat ends its latency at the poll() that returns ready.
+        code = r"""
+l = socket.socket(); l.bind(("127.0.0.1", 7010)); l.listen(0)
+c1 = socket.socket(); c1.connect(("127.0.0.1", 7010))
+c2 = socket.socket(); c2.setblocking(False)
+assert c2.connect_ex(("127.0.0.1", 7010)) == errno.EINPROGRESS
+a, _ = l.accept()
+p = select.poll(); p.register(c2, select.POLLOUT)
+t = time.time()
+assert p.poll(5000)
+assert c2.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+print(time.time() - t)
+"""
+        with NetnsPair("socl") as pair:
+            actor = Actor(pair, "a", "bscl%d" % (os.getpid() % 100000), code)
+            out = []
+            try:
+                run = run_tool(["soconnlat", "-p", str(actor.pid), "-f", "json"], lambda: out.extend(actor.go()))
+            finally:
+                actor.kill()
+        self.assertEqual(run.rc, 0, run)
+        waited = float(out[-1])
+        self.assertGreater(waited, 0.5, out)
+        h = [b for key, bs in maps(run)["@usecs"].items() for b in bs if b["count"]]
+        self.assertEqual(sum(b["count"] for b in h), 2, run)
+        # The blocking connect took under 0.5 s; the non-blocking one as long as the poll waited.
+        self.assertLess(h[0]["max"], 500000, run)
+        self.assertLessEqual(h[-1]["min"], waited * 1e6, run)
+        self.assertGreaterEqual(h[-1]["max"], waited * 1e6, run)
+
     def test_so1stbyte(self):
         run, actor, _ = self.run_on_traffic(["so1stbyte"], pid_option=True)
-        key = "@us[%s, %d]:" % (actor.comm, actor.pid)
-        self.assertIn(key, run.lines, run)
-        rows = run.lines[run.lines.index(key) + 1:]
-        counts = [int(l.split()[-2]) if "," in l.split("]")[0] else int(l.split()[1]) for l in rows if l.startswith("[")]
+        # libbpf-tools' layout: the key's line, then the usecs table.
+        label = "comm = %s, pid = %d" % (actor.comm, actor.pid)
+        self.assertIn(label, run.lines, run)
+        table = run.lines[run.lines.index(label) + 1:]
+        self.assertEqual(table[0].split(), ["usecs", ":", "count", "distribution"], run)
+        counts = [int(l.split()[4]) for l in table[1:] if "->" in l]
         self.assertEqual(sum(counts), 2, run)  # the two TCP clients' first reads; the UDP client never reads
 
+    def test_so1stbyte_json(self):
+        run, actor, _ = self.run_on_traffic(["so1stbyte", "-f", "json"], pid_option=True)
+        h = maps(run)["@usecs"]["{.comm=%s,.pid=%d}" % (actor.comm, actor.pid)]
+        self.assertEqual(sum(b["count"] for b in h), 2, run)
+        for b in h:
+            if b["count"]:
+                self.assertLess(b["max"], 1000000, run)
 
 if __name__ == "__main__":
     unittest.main()
