@@ -1,5 +1,6 @@
-"""The per-event socket tools (soconnect, soaccept, udpconnect) on one known
-sequence of socket calls made by a process of its own command name on the loopback of a network namespace: every line's
+"""The per-event socket tools (solisten, bindsnoop, soconnect, soaccept,
+udpconnect) on one known sequence of socket calls made by a process of its
+own command name on the loopback of a network namespace: every line's
 columns are checked against what the process did."""
 import json
 import os
@@ -61,6 +62,59 @@ class SockSnoopTest(unittest.TestCase):
 
     def rows(self, run):
         return [l.split() for l in run.lines[1:] if l.strip()]
+
+    def test_solisten(self):
+        run, comm, pid, f = self.run_on_events("solisten")
+        self.assertEqual(run.lines[0].split(), ["PID", "COMM", "RET", "BACKLOG", "PROTO", "PORT", "ADDR"])
+        self.assertEqual(self.rows(run), [
+            [str(pid), comm, "0", "7", "TCPv4", "7201", "127.0.0.1"],
+            [str(pid), comm, "0", str(min(300000, f["somaxconn"])), "TCPv6", str(f["p6"]), "::1"]], run)
+
+    def test_solisten_json_and_time(self):
+        run, comm, pid, f = self.run_on_events("solisten", "-t", "-f", "json")
+        events = [e["data"] for e in run.json("event")]
+        self.assertEqual(len(events), 2, run)
+        for e in events:
+            self.assertEqual(list(e), ["time", "pid", "comm", "ret", "backlog", "proto", "port", "addr"])
+            self.assertRegex(e["time"], r"^\d\d:\d\d:\d\d$")
+        self.assertEqual([(e["pid"], e["comm"], e["backlog"], e["proto"], e["port"], e["addr"]) for e in events],
+                         [(pid, comm, 7, "TCPv4", 7201, "127.0.0.1"), (pid, comm, min(300000, f["somaxconn"]), "TCPv6", f["p6"], "::1")])
+
+    def bind_rows(self, pid, comm, f, failed):
+        rows = [
+            [str(pid), comm, "0", "TCP", "...R.", "0", "7201", "127.0.0.1"],
+            [str(pid), comm, "0", "TCP", ".....", "0", str(f["p6"]), "::1"],
+            [str(pid), comm, "0", "TCP", "F.N..", "0", "7205", "10.9.9.9"],
+            [str(pid), comm, "0", "UDP", "....r", "0", "7206", "::1"],
+            [str(pid), comm, "0", "UDP", ".....", str(f["lo"]), str(f["dport"]), "127.0.0.1"],
+        ]
+        if failed:
+            rows.append([str(pid), comm, "-98", "UDP", ".....", "0", "7206", "::1"])
+        return rows
+
+    def test_bindsnoop(self):
+        run, comm, pid, f = self.run_on_events("bindsnoop")
+        self.assertEqual(run.lines[0].split(), ["PID", "COMM", "RET", "PROTO", "OPTS", "IF", "PORT", "ADDR"])
+        self.assertEqual(self.rows(run), self.bind_rows(pid, comm, f, False), run)
+
+    def test_bindsnoop_failed_ports_time(self):
+        run, comm, pid, f = self.run_on_events("bindsnoop", "-x", "-t", "-P", "7205,7206")
+        self.assertEqual(run.lines[0].split()[:2], ["TIME(s)", "PID"])
+        rows = self.rows(run)
+        for r in rows:
+            self.assertRegex(r[0], r"^\d\d:\d\d:\d\d$")
+        want = [r for r in self.bind_rows(pid, comm, f, True) if r[6] in ("7205", "7206")]
+        self.assertEqual([r[1:] for r in rows], want, run)
+
+    def test_bindsnoop_json(self):
+        run, comm, pid, f = self.run_on_events("bindsnoop", "-f", "json")
+        events = [e["data"] for e in run.json("event")]
+        self.assertEqual(len(events), 5, run)
+        self.assertEqual(list(events[0]), ["pid", "comm", "ret", "proto", "freebind", "transparent",
+                                           "bind_address_no_port", "reuseaddr", "reuseport", "ifindex", "port", "addr"])
+        self.assertEqual([("".join(e[k] for k in ("freebind", "transparent", "bind_address_no_port", "reuseaddr",
+                                                   "reuseport")), e["ifindex"], e["port"], e["addr"]) for e in events],
+                         [(r[4], int(r[5]), int(r[6]), r[7]) for r in self.bind_rows(pid, comm, f, False)])
 
     def connect_rows(self, pid, comm, f):
         return [[str(pid), comm, "2", "127.0.0.1", "7201", "Success"],
