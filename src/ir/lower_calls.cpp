@@ -29,6 +29,7 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
         const bool divided = i - 1 < action.divisors.size() && action.divisors[i - 1] != 0;
         args.push_back({.expr = divided ? ast_.expr(e.args[i]).args[0] : e.args[i]});
       }
+      if (action.with_cpu) args.push_back({.val = int_val(b_.call(BPF_FUNC_get_smp_processor_id, {}), action.args.back())});
       send(p_.action_of[id], args);
       return Val{.type = t};
     }

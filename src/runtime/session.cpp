@@ -15,6 +15,7 @@
 #include <wordexp.h>
 
 #include <algorithm>
+#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -249,11 +250,12 @@ class Session {
     ignore_records_ = false;
     run_kind(sema::ProbeKind::End);
     drain();
+    // Lines left unfinished (a last piece never printed) print as they are.
+    for (auto& [cpu, line] : lines_) end_line(line);
     report_lost(true);
     report_failed_updates();
     if (!o_.json && o_.gap_before_maps) fmt::print(out_, "\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
-    flush_event();
     fflush(out_);
     if (child_pid_ > 0 && !child_reaped_) {
       // The child outlives a Ctrl-C of the tracer only if it ignores it; reap if done.
@@ -571,31 +573,62 @@ class Session {
     return 255;
   }
 
+  // Other output (join(), time(), print()...) continues a line being printed
+  // in pieces when only one is open (execsnoop's printf then join); with
+  // several open, from several CPUs, it cannot tell whose, and they end first.
   void emit_out(std::string_view s) {
-    flush_event();
-    fwrite(s.data(), 1, s.size(), out_);
-  }
-
-  // -f json: a printf with named arguments is an event whose fields are
-  // those arguments. A line printed in pieces (formats that do not end in a
-  // newline, for optional columns) is one event: its fields gather here
-  // until the piece that ends the line, or until other output.
-  void add_event_fields(const sema::Action& a, std::vector<output::Value>& args) {
-    for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
-      if (a.arg_names[i].empty()) continue;
-      event_names_.push_back(a.arg_names[i]);
-      event_values_.push_back(std::move(args[i]));
+    Line* open = nullptr;
+    size_t n = 0;
+    for (auto& [cpu, line] : lines_)
+      if (line.open) open = &line, ++n;
+    if (n == 1 && !o_.json) {
+      open->text += s;
+      if (s.ends_with('\n')) end_line(*open);
+      return;
     }
-    event_open_ = true;
-    if (a.format.ends_with('\n')) flush_event();
+    if (n > 1)
+      for (auto& [cpu, line] : lines_) end_line(line);
+    write_out(s);
   }
-  void flush_event() {
-    if (!event_open_) return;
-    event_open_ = false;
-    std::string s = output::json_named_event(event_names_, event_values_);
-    fwrite(s.data(), 1, s.size(), out_);
-    event_names_.clear();
-    event_values_.clear();
+  void write_out(std::string_view s) { fwrite(s.data(), 1, s.size(), out_); }
+
+  // A line printed in pieces (printf formats that do not end in a newline,
+  // for optional columns) is put together per CPU (a probe runs on one CPU
+  // from start to end) and printed when its last piece arrives, so that
+  // two CPUs' pieces never mix. With -f json the named arguments of its
+  // pieces are the fields of one event.
+  struct Line {
+    bool open = false;
+    std::string text;
+    std::vector<std::string> names;
+    std::vector<output::Value> values;
+  };
+  void printf_piece(const sema::Action& a, std::vector<output::Value>& args) {
+    uint32_t cpu = a.with_cpu ? static_cast<uint32_t>(args.back().as_i64()) : 0;
+    if (a.with_cpu) args.pop_back();
+    Line& line = lines_[cpu];
+    bool named = std::any_of(a.arg_names.begin(), a.arg_names.end(), [](const std::string& n) { return !n.empty(); });
+    bool ends = a.format.ends_with('\n');
+    if (o_.json && !named && !line.open) {
+      write_out(output::json_event("printf", output::format_printf(a.printf_format, args)));
+      return;
+    }
+    if (o_.json) {
+      for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
+        if (a.arg_names[i].empty()) continue;
+        line.names.push_back(a.arg_names[i]);
+        line.values.push_back(std::move(args[i]));
+      }
+    } else {
+      line.text += output::format_printf(a.printf_format, args);
+    }
+    line.open = true;
+    if (ends) end_line(line);
+  }
+  void end_line(Line& line) {
+    if (!line.open) return;
+    write_out(o_.json ? output::json_named_event(line.names, line.values) : line.text);
+    line = Line{};
   }
 
   static int on_record(void* ctx, void* data, size_t size) {
@@ -618,13 +651,7 @@ class Session {
       if (a.divisors[i] != 0) args[i] = output::Value::of_float(args[i].as_double() / a.divisors[i]);
     switch (a.kind) {
       case sema::ActionKind::Printf: {
-        if (o_.json && (event_open_ || std::any_of(a.arg_names.begin(), a.arg_names.end(),
-                                                   [](const std::string& n) { return !n.empty(); }))) {
-          add_event_fields(a, args);
-          break;
-        }
-        std::string s = output::format_printf(a.printf_format, args);
-        emit_out(o_.json ? output::json_event("printf", s) : s);
+        printf_piece(a, args);
         break;
       }
       case sema::ActionKind::Exit:
@@ -824,9 +851,7 @@ class Session {
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<ValueNames> names_;
-  std::vector<std::string> event_names_;  // -f json: the event being printed in pieces
-  std::vector<output::Value> event_values_;
-  bool event_open_ = false;
+  std::map<uint32_t, Line> lines_;  // by CPU: the line being printed in pieces
   std::vector<bpf::Fd> prog_fds_;
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;

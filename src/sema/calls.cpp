@@ -1010,7 +1010,9 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     args.push_back(t);
     divisors.push_back(divisor.value_or(0));
   }
+  if (kind == ActionKind::Printf) args.push_back(Type::integer(4, false));
   int32_t act = add_action(kind, e.loc, std::move(args));
+  out_.actions[act].with_cpu = kind == ActionKind::Printf;
   out_.actions[act].divisors = std::move(divisors);
   out_.actions[act].format = f.sval;
   out_.actions[act].printf_format = std::move(format);

@@ -125,6 +125,10 @@ struct Action {
   // divides it (printf("%.2f", $bytes / 1024.0), a bpfscope extension), or 0.
   // The record carries the integer dividend; user space divides as a double.
   std::vector<double> divisors;
+  // Printf: the record's last argument (after the format's) is the CPU that
+  // sent it, so that a line printed in pieces (formats that do not end in a
+  // newline) is put together per CPU, never mixed with another CPU's pieces.
+  bool with_cpu = false;
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
   uint32_t record_size = 8;         // id included
   int32_t map = -1;                 // Print, Clear, Zero: index into maps

@@ -9,10 +9,10 @@ HEADER = ("SKADDR           PID     COMM       LADDR           LPORT RADDR      
           "OLDSTATE    -> NEWSTATE    MS")
 
 
-def transitions(run, port):
-    """(laddr, lport, raddr, rport, old, new) of the lines about `port`."""
+def transitions(run, port, pair):
+    """(laddr, lport, raddr, rport, old, new) of the pair's lines about `port`."""
     out = []
-    for line in run.lines[1:]:
+    for line in pair.mine(run.lines[1:]):
         c = line.split()
         if port in (c[4], c[6]):
             out.append(tuple(c[3:7] + [c[7], c[9]]))
@@ -32,7 +32,7 @@ class TcpstatesTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], HEADER)
         a, b, cp = pair.addr4["a"], pair.addr4["b"], str(self.cport)
-        got = transitions(run, "5101")
+        got = transitions(run, "5101", pair)
         # The client's connect, as the twin prints it (the port is not yet
         # bound at SYN_SENT), then its established state.
         self.assertIn((b, "0", a, "5101", "CLOSE", "SYN_SENT"), got, run)
@@ -54,7 +54,7 @@ class TcpstatesTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         self.assertTrue(run.lines[0].startswith("TIME(s)  SKADDR           PID     COMM             IP LADDR"), run)
         self.assertGreater(len(run.lines), 3, run)
-        for line in run.lines[1:]:
+        for line in pair.mine(run.lines[1:]):
             c = line.split()
             self.assertRegex(c[0], r"^\d\d:\d\d:\d\d$")
             self.assertEqual(c[4], "6")
@@ -86,8 +86,8 @@ class TcpstatesTest(unittest.TestCase):
                 twin.stop()
             theirs = twin.finish()
         # Everything but the time in the old state.
-        ours = [l.split()[:-1] for l in run.lines[1:]]
-        twins = [l.split()[:-1] for l in theirs.lines[1:]]
+        ours = [l.split()[:-1] for l in pair.mine(run.lines[1:])]
+        twins = [l.split()[:-1] for l in pair.mine(theirs.lines[1:])]
         self.assertGreaterEqual(len(ours), 5, run)
         self.assertEqual(ours, twins, (run, theirs))
 

@@ -163,6 +163,12 @@ class NetnsPair:
         for ns in (self.a, self.b):
             subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
 
+    def mine(self, lines):
+        """The lines that name one of the pair's addresses: tools trace the
+        whole machine, and other traffic may run beside a test."""
+        addrs = list(self.addr4.values()) + list(self.addr6.values())
+        return [l for l in lines if any(re.search(r"(^|[\s\"])%s([\s:\"]|$)" % re.escape(a), l) for a in addrs)]
+
     def ns(self, side):
         return self.a if side == "a" else self.b
 
