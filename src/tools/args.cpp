@@ -62,6 +62,24 @@ std::optional<std::string> check_value(ValueKind kind, const std::vector<std::st
   return std::nullopt;
 }
 
+// Text broken into lines of at most `width` columns, at spaces.
+std::string wrap(std::string_view text, size_t width) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    std::string_view word = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    pos = end == std::string_view::npos ? text.size() : end + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + std::string(word);
+  }
+  return out + line + (line.empty() ? "" : "\n");
+}
+
 std::string option_label(const OptionSpec& o) {
   std::string s = o.letter ? fmt::format("-{}, ", o.letter) : "    ";
   s += "--" + o.name;
@@ -246,7 +264,7 @@ std::string usage(const Tool& tool) {
   }
   s += fmt::format("  {:<27}{}\n", "-h, --help", "Show this help");
   s += fmt::format("  {:<27}{}\n", "    --source", "Print the tool's script");
-  for (const auto& n : tool.notes) s += "\n" + n + "\n";
+  for (const auto& n : tool.notes) s += "\n" + wrap(n, 78);
   s += "\nbpfscope options also apply: -o FILE, -f json, -q, -v, --dry-run, -c CMD, -k\n"
        "(their long forms --output, --format, --quiet, --verbose, --cmd where the tool uses the letter).\n";
   return s;
