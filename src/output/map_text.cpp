@@ -25,6 +25,9 @@ int64_t div_signed(int64_t v, uint64_t div) {
 }
 
 Value divide(const Value& v, uint64_t div) {
+  // An enum value is a name, and a pointer no integer to bpftrace: neither
+  // is divided.
+  if (div <= 1 || v.is_enum) return v;
   switch (v.kind) {
     case Value::Kind::Int:
       return Value::of_int(div_signed(v.i, div));

@@ -356,6 +356,7 @@ void Checker::assign(const Stmt& s) {
     }
     if (m->value.kind == TypeKind::None) {
       m->value = vt.is_int() ? Type::integer(8, vt.is_signed || vt.kind == TypeKind::Bool) : vt;
+      m->value.enum_id = vt.enum_id;
       if (vt.kind == TypeKind::Bool || vt.is_pointer) m->value = vt;  // a pointer keeps what it points to
     } else {
       Type u;
@@ -468,14 +469,19 @@ MapInfo* Checker::map_for(ExprId id, bool create) {
     for (ExprId k : e.args) elems.push_back(expr(k));
     key = Type::tuple(std::move(elems));
   }
+  // Bools stay bools (printed true/false), pointers stay pointers (printed
+  // in hex), other integers widen (enums keep their names).
+  auto widen = [](Type& t) {
+    if (t.kind != TypeKind::Int || t.is_pointer) return;
+    uint32_t enum_id = t.enum_id;
+    t = Type::integer(8, t.is_signed);
+    t.enum_id = enum_id;
+  };
   if (key.kind == TypeKind::Tuple) {
-    // Bools stay bools (printed true/false), pointers stay pointers (printed
-    // in hex), other integers widen.
-    for (auto& el : key.elems)
-      if (el.kind == TypeKind::Int && !el.is_pointer) el = Type::integer(8, el.is_signed);
+    for (auto& el : key.elems) widen(el);
     key = Type::tuple(key.elems, key.names);
-  } else if (key.kind == TypeKind::Int && !key.is_pointer) {
-    key = Type::integer(8, key.is_signed);
+  } else {
+    widen(key);
   }
   if (!e.args.empty() && key.kind == TypeKind::None) {
     error(e.loc, "invalid map key");

@@ -141,6 +141,8 @@ bool unify(const Type& a, const Type& b, Type& out) {
       return true;
     }
     out = Type::integer(8, a.is_signed || b.is_signed);
+    // Values of one enum keep printing by name.
+    if (a.enum_id == b.enum_id) out.enum_id = a.enum_id;
     return true;
   }
   if (a.kind != b.kind) return false;
