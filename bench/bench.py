@@ -619,6 +619,11 @@ def main_tools(kern):
         print(f"  {tool:<10} vs {impl:<13} ready: median {fmt_ratio(med([x[0] for x in a]), med([x[0] for x in b]))}"
               f", min {fmt_ratio(min(x[0] for x in a), min(x[0] for x in b))}"
               f";  peak RSS: median {fmt_ratio(med([x[2] for x in a]), med([x[2] for x in b]))}")
+    print("   ready ms of every round, in order:")
+    for tool, impl, *_ in cfgs:
+        xs = rd.get((tool, impl))
+        if xs:
+            print(f"     {tool:<10} {impl:<13} " + " ".join(f"{x[0] * 1e3:.1f}" for x in xs))
     print("   (exit ms = exec to the tool's exit after SIGINT at ready; bpfscope's link release")
     print("    runs in a background child after that; stdout on a pty, as in a terminal)")
     print()
