@@ -667,8 +667,9 @@ def main_tools(kern):
         if av and bv:
             print(f"  {tool:<10} {mode:<6} {impl} / libbpf-tools: median {fmt_ratio(med(av), med(bv))}, "
                   f"min {fmt_ratio(min(av), min(bv))}  (target <= 1.0)")
-    print("   (lost = events the tool reported lost, worst round; a lost event skips the output's")
-    print("    copy and wake-up, so it makes that tool's figure lower. bpfscope-rb16M = bpfscope")
+    print("   (lost = what the tool reported lost, worst round: bpfscope counts ring-buffer records,")
+    print("    one per printf statement, 3 per tcpstates line; libbpf-tools count events. A lost")
+    print("    record skips the output's copy and wake-up, so it lowers that tool's figure. bpfscope-rb16M = bpfscope")
     print("    with BPFTRACE_PERF_RB_PAGES=4096 instead of the tools' 256 KiB ring buffer)")
     others = {}
     for xs in sm.values():

@@ -14,7 +14,11 @@
  * buffered, as when a user runs them. (stdbuf -oL would add an exec.) The pty
  * is put in raw mode so that lines end in "\n" only.
  * Why a small C launcher: ru_maxrss of a child forked from python counts
- * python's pages (see maxrss.c). stderr goes to /dev/null. */
+ * python's pages (see maxrss.c). stderr goes to /dev/null.
+ * ready is a child subreaper and, after taking its figures, waits for every
+ * descendant: bpfscope releases its links in a background child after exit
+ * (tens of ms of RCU waits that hold the kernel's tracepoint locks); without
+ * this, that teardown overlapped and delayed the next tool's start. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -72,6 +77,7 @@ int main(int argc, char **argv) {
   }
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   double t0 = now();
   pid_t pid = fork();
   if (pid < 0) { perror("fork"); return 2; }
@@ -141,5 +147,7 @@ int main(int argc, char **argv) {
   fprintf(f, "%.6f %.6f %ld %d\n", ready, total, ru.ru_maxrss,
           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   fclose(f);
+  while (wait(NULL) > 0 || errno == EINTR) {
+  }
   return ready >= 0 ? 0 : 1;
 }
