@@ -4,7 +4,7 @@
 # usage: bench/run.sh [--quick] [--tools-only]
 #   env BPFSCOPE (default: build/bpfscope), BPFTRACE (default: /usr/bin/bpftrace),
 #   LIBBPF_TOOLS (directory of libbpf-tools' tcplife/tcpstates, default /usr/sbin)
-# Needs root. Full mode takes about 3 minutes, --quick under a minute.
+# Needs root. Full mode takes about 6 minutes here, --quick under a minute.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
