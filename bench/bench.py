@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """bpfscope vs bpftrace benchmarks (driven by bench/run.sh).
 
-usage: bench.py BPFSCOPE BPFTRACE TMPDIR [--quick]
-TMPDIR must hold the compiled helpers getppid_loop and progstats.
-Every comparison runs both tools in the same run, in interleaved rounds.
+usage: bench.py BPFSCOPE BPFTRACE TMPDIR [--quick] [--tools-only]
+TMPDIR must hold the compiled helpers getppid_loop, progstats, maxrss, ready
+and tcpstorm. Every comparison runs the tools in the same run, in interleaved
+rounds. Sections 4 and 5 compare packaged tools (bpfscope tcplife/tcpstates)
+with libbpf-tools' twins (env LIBBPF_TOOLS, default /usr/sbin), and are skipped
+if those are missing. --tools-only runs sections 4 and 5 alone.
 """
 import os
 import re
@@ -16,6 +19,13 @@ import time
 
 BPFSCOPE, BPFTRACE, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
 QUICK = "--quick" in sys.argv[4:]
+TOOLS_ONLY = "--tools-only" in sys.argv[4:]
+LIBBPF_TOOLS = os.environ.get("LIBBPF_TOOLS", "/usr/sbin")
+READY = os.path.join(TMP, "ready")
+TCPSTORM = os.path.join(TMP, "tcpstorm")
+HERE = os.path.dirname(os.path.abspath(__file__))
+# tests/runtime/scripts/tcplife.bt in bpftrace 0.17's dialect
+BPFTRACE_TCPLIFE = os.path.join(HERE, "tcplife-bpftrace017.bt")
 LOOP = os.path.join(TMP, "getppid_loop")
 PROGSTATS = os.path.join(TMP, "progstats")
 MAXRSS = os.path.join(TMP, "maxrss")
@@ -27,6 +37,12 @@ R_EVENT = 1 if QUICK else 7
 R_PRINTF = 1 if QUICK else 3
 N_EVENT = 2_000_000
 N_PRINTF = 1_000_000
+R_READY = 2 if QUICK else 9     # + one warm-up round, not counted
+R_STORM = 1 if QUICK else 5
+N_STORM = 2_000 if QUICK else 10_000
+# tcplife's silent path: sessions opened and held (tcplife's maps hold 4096
+# sockets in bpfscope, 10240 in libbpf-tools; each session is 2 sockets)
+N_HOLD = 500 if QUICK else 1_500
 
 PROG_BEGIN = "BEGIN { exit(); }"
 PROG_TP = ("tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); } "
@@ -258,9 +274,15 @@ def main():
     kern = os.uname().release
     log(f"bench: {'quick' if QUICK else 'full'} mode, kernel {kern}, "
         f"{os.cpu_count()} CPUs")
+    if not TOOLS_ONLY:
+        main_classic(kern)
+    main_tools(kern)
+
+
+def main_classic(kern):
 
     # 1. startup
-    log(f"[1/3] startup: {R_STARTUP} interleaved rounds")
+    log(f"[1/5] startup: {R_STARTUP} interleaved rounds")
     st = {}
     for r in range(R_STARTUP):
         for pname, prog in STARTUP_PROGS:
@@ -270,7 +292,7 @@ def main():
                 st.setdefault((pname, tool), []).append(run_startup(tool, prog))
 
     # 2. per-event
-    log(f"[2/3] per-event cost: {R_EVENT} rounds of {N_EVENT} getppid calls")
+    log(f"[2/5] per-event cost: {R_EVENT} rounds of {N_EVENT} getppid calls")
     pe = {}
     for r in range(R_EVENT):
         per_event_round(pe)
@@ -278,7 +300,7 @@ def main():
     acct = kernel_accounting()
 
     # 3. printf
-    log(f"[3/3] printf to -o FILE: {R_PRINTF} rounds of {N_PRINTF} events")
+    log(f"[3/5] printf to -o FILE: {R_PRINTF} rounds of {N_PRINTF} events")
     pf = {}
     for r in range(R_PRINTF):
         for tool in ("bpfscope", "bpftrace"):
@@ -366,6 +388,297 @@ def main():
     print(f"  printf lines written (bpfscope, bpftrace) "
           f"{min(r['lines'] for r in pf['bpfscope'])}, {min(r['lines'] for r in pf['bpftrace'])}"
           f" of {N_PRINTF} (worst round)")
+    sys.stdout.flush()
+
+
+# ------------------------------------------------ packaged tools vs twins
+def tool_configs():
+    """(tool, impl, argv, header, marker) of every startup configuration that
+    can run here. 'ready' = the marker line has been read after the header."""
+    cfgs = []
+    have = {t: os.access(os.path.join(LIBBPF_TOOLS, t), os.X_OK)
+            for t in ("tcplife", "tcpstates")}
+    for tool, header in (("tcplife", "PID"), ("tcpstates", "SKADDR")):
+        cfgs.append((tool, "bpfscope", [BPFSCOPE, tool], header, NOTIFY))
+        if have[tool]:
+            cfgs.append((tool, "libbpf-tools", [os.path.join(LIBBPF_TOOLS, tool)],
+                         header, header))
+        if tool == "tcplife":
+            # bpftrace 0.17 runs BEGIN (the header) after attaching everything
+            cfgs.append((tool, "bpftrace", [BPFTRACE, BPFTRACE_TCPLIFE], header, header))
+    return cfgs, have
+
+
+def run_ready(impl, argv, header, marker):
+    """(ready_s, total_s, maxrss_kib, status) of one start of a tool under
+    the ready launcher (stdout on a pty; SIGINT once ready)."""
+    out = os.path.join(TMP, "ready.out")
+    p = subprocess.run([READY, "-H", header, "-m", marker, out, *argv],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=env_for(impl))
+    with open(out) as f:
+        ready, total, rss, status = f.read().split()
+    if p.returncode != 0 or float(ready) < 0:
+        log(f"  warning: {impl} {argv[-1]} never got ready (status {status})")
+        return None
+    return float(ready), float(total), int(rss), int(status)
+
+
+def owned_progs(pid):
+    """{prog_id: attached?} of the BPF programs whose fds process pid holds
+    (from /proc/PID/fdinfo; a link's fdinfo also names its prog_id)."""
+    progs = {}
+    d = f"/proc/{pid}/fdinfo"
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return progs
+    for n in names:
+        try:
+            with open(os.path.join(d, n)) as f:
+                text = f.read()
+        except OSError:
+            continue
+        m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
+        if m:
+            pid_ = int(m.group(1))
+            progs[pid_] = progs.get(pid_, False) or "link_type:" in text
+    return progs
+
+
+def prog_stats_full():
+    """{id: (type, run_cnt, run_time_ns, name, xlated, jited, verified)}"""
+    res = {}
+    out = subprocess.run([PROGSTATS], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8:
+            res[int(f[0])] = (int(f[1]), int(f[2]), int(f[3]), f[4],
+                              int(f[5]), int(f[6]), int(f[7]))
+    return res
+
+
+def storm(n):
+    out = subprocess.run([TCPSTORM, str(n)], check=True, capture_output=True,
+                         text=True).stdout
+    return float(out.strip())
+
+
+def hold_storm(n, snapshot):
+    """Open n sessions and keep them; call snapshot() while they are held
+    (before any closes); return (ns per session, snapshot's result)."""
+    p = subprocess.Popen([TCPSTORM, str(n), "hold"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        ns = float(p.stdout.readline().strip())
+        res = snapshot()
+    finally:
+        p.stdin.write("\n")
+        p.stdin.close()
+        p.wait()
+    return ns, res
+
+
+def storm_run(tool, impl, mode="cycle"):
+    """One tool alone under one storm, bpf_stats on. Returns a dict.
+    mode cycle: N_STORM sessions opened and closed; hold: N_HOLD sessions
+    opened, stats read before they are closed."""
+    n = N_STORM if mode == "cycle" else N_HOLD
+    outfile = os.path.join(TMP, f"storm-{impl}-{tool}.out")
+    errf = open(os.path.join(TMP, f"storm-{impl}-{tool}.err"), "w+b")
+    env = env_for(impl)
+    if impl.startswith("bpfscope"):
+        argv, marker = [BPFSCOPE, tool], NOTIFY
+        env = env_for("bpfscope")
+        if impl == "bpfscope-rb16M":  # tools' default ring buffer is 256 KiB
+            env["BPFTRACE_PERF_RB_PAGES"] = "4096"
+    else:  # line-buffered, so that the header shows when it is ready
+        argv = ["stdbuf", "-oL", os.path.join(LIBBPF_TOOLS, tool)]
+        marker = "PID" if tool == "tcplife" else "SKADDR"
+    with open(outfile, "wb") as outf:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=outf,
+                             stderr=errf, env=env)
+    p.errf = errf
+    p.stdout = None
+    try:
+        if not wait_file(outfile, marker, 20, p):
+            raise RuntimeError(f"{impl} {tool} did not get ready")
+        mine = owned_progs(p.pid)
+        before = prog_stats_full()
+        if mode == "cycle":
+            ns_cycle = storm(n)
+            after = prog_stats_full()
+        else:
+            ns_cycle, after = hold_storm(n, prog_stats_full)
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
+        errf.close()
+    # every program of this tool that ran during the storm
+    ran = {}
+    for i, attached in mine.items():
+        if i in before and i in after:
+            dc = after[i][1] - before[i][1]
+            dt = after[i][2] - before[i][2]
+            if dc > 0:
+                ran[i] = (after[i][3], dc, dt, after[i][4], after[i][5], after[i][6])
+    # programs not ours that also ran (another tracer on the machine)
+    others = {after[i][3]: after[i][1] - before[i][1] for i in after
+              if i in before and i not in mine and after[i][1] > before[i][1]}
+    with open(outfile, errors="replace") as f:
+        text = f.read()
+    lines = sum(1 for l in text.splitlines() if "127.0.0.1" in l)
+    lost = max(lost_in(err), lost_in(text))
+    lost += sum(int(x) for x in re.findall(r"[Ll]ost (\d+) events? on CPU", err))
+    os.unlink(outfile)
+    # wait until this tool's programs are gone (bpfscope releases its links in
+    # a background child after exit) so that the next tool runs alone
+    deadline = time.time() + 10
+    while time.time() < deadline and set(mine) & set(prog_stats_full()):
+        time.sleep(0.02)
+    cnt = sum(v[1] for v in ran.values())
+    ns = sum(v[2] for v in ran.values())
+    return {"n": n, "ns_run": ns / cnt if cnt else None, "runs": cnt, "ns": ns,
+            "progs": ran, "cycle_ns": ns_cycle, "lines": lines, "lost": lost,
+            "others": others}
+
+
+def main_tools(kern):
+    cfgs, have = tool_configs()
+    if not any(have.values()):
+        log(f"[4/5] [5/5] skipped: no libbpf-tools tcplife/tcpstates in {LIBBPF_TOOLS}")
+        print(f"4./5. packaged tools: skipped (no libbpf-tools in {LIBBPF_TOOLS})")
+        return
+    # 4. time to ready and peak RSS
+    log(f"[4/5] tools, time to ready + peak RSS: 1 warm-up + {R_READY} interleaved rounds")
+    rd = {}
+    for r in range(R_READY + 1):
+        for tool, impl, argv, header, marker in cfgs:
+            x = run_ready(impl, argv, header, marker)
+            if r > 0 and x is not None:
+                rd.setdefault((tool, impl), []).append(x)
+
+    # 5. BPF time per event under a loopback connection storm
+    storm_cfgs = [(t, i, "cycle") for t in ("tcplife", "tcpstates") if have[t]
+                  for i in ("bpfscope", "libbpf-tools")]
+    if have["tcpstates"]:  # the same with a ring buffer that loses nothing here
+        storm_cfgs.append(("tcpstates", "bpfscope-rb16M", "cycle"))
+    if have["tcplife"]:
+        storm_cfgs += [("tcplife", i, "hold") for i in ("bpfscope", "libbpf-tools")]
+    log(f"[5/5] tools, kernel-accounted BPF time per event: {R_STORM} rounds of "
+        f"{N_STORM} loopback TCP sessions (and {N_HOLD} held), one tool at a time")
+    sm = {}
+    base = []
+    try:
+        with open(STATS_SYSCTL) as f:
+            old = f.read().strip()
+    except OSError:
+        old = None
+    if old is not None:
+        try:
+            with open(STATS_SYSCTL, "w") as f:
+                f.write("1")
+            for r in range(R_STORM):
+                base.append(storm(N_STORM))
+                order = storm_cfgs if r % 2 == 0 else storm_cfgs[::-1]
+                for tool, impl, mode in order:
+                    sm.setdefault((tool, impl, mode), []).append(storm_run(tool, impl, mode))
+        finally:
+            with open(STATS_SYSCTL, "w") as f:
+                f.write(old)
+
+    # ---- report
+    print()
+    print(f"4. Packaged tools: time to ready (exec -> header printed and probes attached) "
+          f"and peak RSS; {R_READY} rounds after a warm-up, median [min]")
+    print(f"{'tool':<11}{'impl':<14}{'ready ms':>18}{'exit ms':>18}{'peak RSS MiB':>16}")
+    for tool, impl, *_ in cfgs:
+        xs = rd.get((tool, impl))
+        if not xs:
+            print(f"{tool:<11}{impl:<14}{'failed':>18}")
+            continue
+        r_ = [x[0] * 1e3 for x in xs]
+        t_ = [x[1] * 1e3 for x in xs]
+        m_ = [x[2] / 1024 for x in xs]
+        print(f"{tool:<11}{impl:<14}{f'{med(r_):.1f} [{min(r_):.1f}]':>18}"
+              f"{f'{med(t_):.1f} [{min(t_):.1f}]':>18}{f'{med(m_):.2f} [{min(m_):.2f}]':>16}")
+    print("ratios (bpfscope / other; target: ready <= 0.5 x libbpf-tools, RSS <= 10 MB = 9.54 MiB)")
+    for tool, impl, *_ in cfgs:
+        if impl == "bpfscope":
+            continue
+        a, b = rd.get((tool, "bpfscope")), rd.get((tool, impl))
+        if not a or not b:
+            continue
+        print(f"  {tool:<10} vs {impl:<13} ready: median {fmt_ratio(med([x[0] for x in a]), med([x[0] for x in b]))}"
+              f", min {fmt_ratio(min(x[0] for x in a), min(x[0] for x in b))}"
+              f";  peak RSS: median {fmt_ratio(med([x[2] for x in a]), med([x[2] for x in b]))}")
+    print("   ready ms of every round, in order:")
+    for tool, impl, *_ in cfgs:
+        xs = rd.get((tool, impl))
+        if xs:
+            print(f"     {tool:<10} {impl:<13} " + " ".join(f"{x[0] * 1e3:.1f}" for x in xs))
+    print("   (exit ms = exec to the tool's exit after SIGINT at ready; bpfscope's link release")
+    print("    runs in a background child after that; stdout on a pty, as in a terminal)")
+    print()
+
+    if old is None:
+        print("5. kernel accounting unavailable (no kernel.bpf_stats_enabled)")
+        return
+    print(f"5. Kernel-accounted BPF time per event (run_time_ns / run_cnt, bpf_stats on), "
+          f"{R_STORM} rounds, one tool at a time (tcpstorm, loopback in its own netns)")
+    print(f"   cycle: {N_STORM} sessions opened and closed (10 events each; tcplife prints 2 "
+          f"lines, tcpstates 10); untraced {med(base) / 1e3:.1f} [{min(base) / 1e3:.1f}] us/session")
+    print(f"   hold:  {N_HOLD} sessions opened and kept (4 events each, none prints: "
+          f"tcplife's silent path)")
+    print(f"{'tool':<11}{'impl':<16}{'storm':<7}{'ns/run med':>11}{'min':>8}{'runs/sess':>10}"
+          f"{'us/sess':>9}{'lines/sess':>11}{'lost':>7}  programs (name xlated-insns jited-bytes)")
+    for tool, impl, mode in storm_cfgs:
+        xs = sm.get((tool, impl, mode), [])
+        vals = [x["ns_run"] for x in xs if x["ns_run"]]
+        if not vals:
+            print(f"{tool:<11}{impl:<16}{mode:<7}{'n/a':>11}")
+            continue
+        progs = {}
+        for x in xs:
+            for v in x["progs"].values():
+                progs[v[0]] = f"{v[0]} {v[3]} {v[4]}"
+        # (hold: the lines come when the sessions close, after the stats are read)
+        lines = f"{med([x['lines'] / x['n'] for x in xs]):.2f}" if mode == "cycle" else "-"
+        print(f"{tool:<11}{impl:<16}{mode:<7}{med(vals):>11.1f}{min(vals):>8.1f}"
+              f"{med([x['runs'] / x['n'] for x in xs]):>10.2f}"
+              f"{med([x['cycle_ns'] for x in xs]) / 1e3:>9.1f}"
+              f"{lines:>11}"
+              f"{max(x['lost'] for x in xs):>7}  {'; '.join(progs.values())}")
+    for tool, impl, mode in storm_cfgs:
+        if not impl.startswith("bpfscope"):
+            continue
+        a, b = sm.get((tool, impl, mode)), sm.get((tool, "libbpf-tools", mode))
+        if not a or not b:
+            continue
+        av = [x["ns_run"] for x in a if x["ns_run"]]
+        bv = [x["ns_run"] for x in b if x["ns_run"]]
+        if av and bv:
+            print(f"  {tool:<10} {mode:<6} {impl} / libbpf-tools: median {fmt_ratio(med(av), med(bv))}, "
+                  f"min {fmt_ratio(min(av), min(bv))}  (target <= 1.0)")
+    print("   (lost = what the tool reported lost, worst round: bpfscope counts ring-buffer records,")
+    print("    one per printf statement, 3 per tcpstates line; libbpf-tools count events. A lost")
+    print("    record skips the output's copy and wake-up, so it lowers that tool's figure. bpfscope-rb16M = bpfscope")
+    print("    with BPFTRACE_PERF_RB_PAGES=4096 instead of the tools' 256 KiB ring buffer)")
+    others = {}
+    for xs in sm.values():
+        for x in xs:
+            for k, v in x["others"].items():
+                others[k] = others.get(k, 0) + v
+    if others:
+        print("   other BPF programs that ran during the storms (other tracers on the machine): "
+              + ", ".join(f"{k} ({v} runs)" for k, v in sorted(others.items())))
     sys.stdout.flush()
 
 

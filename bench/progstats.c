@@ -1,6 +1,8 @@
 // Lists loaded BPF programs with the kernel's own run accounting
 // (needs kernel.bpf_stats_enabled=1 while the programs run).
-// Output: one line per program: id type run_cnt run_time_ns name
+// Output: one line per program:
+//   id type run_cnt run_time_ns name xlated_insns jited_bytes verified_insns
+// (the last three after the name, so that readers of the first five still work)
 #define _GNU_SOURCE
 #include <linux/bpf.h>
 #include <stdio.h>
@@ -31,10 +33,12 @@ int main(void) {
         attr.info.info_len = sizeof(info);
         attr.info.info = (unsigned long)&info;
         if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) == 0)
-            printf("%u %u %llu %llu %s\n", info.id, info.type,
+            printf("%u %u %llu %llu %s %u %u %u\n", info.id, info.type,
                    (unsigned long long)info.run_cnt,
                    (unsigned long long)info.run_time_ns,
-                   info.name[0] ? info.name : "-");
+                   info.name[0] ? info.name : "-",
+                   info.xlated_prog_len / 8, info.jited_prog_len,
+                   info.verified_insns);
         close(fd);
     }
     return 0;

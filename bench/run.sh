@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# bpfscope vs bpftrace benchmarks, same run, interleaved rounds.
-# usage: bench/run.sh [--quick]
-#   env BPFSCOPE (default: build/bpfscope), BPFTRACE (default: /usr/bin/bpftrace)
-# Needs root. Full mode takes about 70 s, --quick under half a minute.
+# bpfscope vs bpftrace (and packaged tools vs libbpf-tools) benchmarks,
+# same run, interleaved rounds.
+# usage: bench/run.sh [--quick] [--tools-only]
+#   env BPFSCOPE (default: build/bpfscope), BPFTRACE (default: /usr/bin/bpftrace),
+#   LIBBPF_TOOLS (directory of libbpf-tools' tcplife/tcpstates, default /usr/sbin)
+# Needs root. Full mode takes about 6 minutes here, --quick under a minute.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,11 +12,16 @@ root=$(dirname "$here")
 BPFSCOPE=${BPFSCOPE:-$root/build/bpfscope}
 BPFTRACE=${BPFTRACE:-/usr/bin/bpftrace}
 
+LIBBPF_TOOLS=${LIBBPF_TOOLS:-/usr/sbin}
+export LIBBPF_TOOLS
+
 quick=
+only=
 for a in "$@"; do
   case "$a" in
     --quick) quick=--quick ;;
-    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
+    --tools-only) only=--tools-only ;;
+    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -39,5 +46,7 @@ trap 'exit 130' INT TERM
 cc -O2 -o "$tmp/getppid_loop" "$here/getppid_loop.c"
 cc -O2 -o "$tmp/progstats" "$here/progstats.c"
 cc -O2 -o "$tmp/maxrss" "$here/maxrss.c"
+cc -O2 -o "$tmp/ready" "$here/ready.c" -lutil
+cc -O2 -o "$tmp/tcpstorm" "$here/tcpstorm.c"
 
-python3 "$here/bench.py" "$BPFSCOPE" "$BPFTRACE" "$tmp" $quick
+python3 "$here/bench.py" "$BPFSCOPE" "$BPFTRACE" "$tmp" $quick $only
