@@ -18,9 +18,12 @@ namespace bpfscope::runtime {
 
 inline constexpr uint32_t kStreamingRingbuf = 16u << 20;  // holds 1M printf events from a getppid loop
 inline constexpr uint32_t kQuietRingbuf = 256u << 10;
-// Packaged tools print an event per connection or I/O, not a stream: the
-// buffer libbpf-tools use (about 256 KiB), which keeps a tool under 10 MB RSS.
-inline constexpr uint32_t kToolRingbuf = 256u << 10;
+// Packaged tools print an event per connection or I/O, not a stream: 1 MiB
+// (4x libbpf-tools' buffers) holds a burst of several thousand events and
+// keeps a tool near 8.5 MB RSS (the kernel maps the data pages twice, and
+// they count in RSS from the start). A connection storm can still outrun it:
+// the loss is reported, and BPFTRACE_PERF_RB_PAGES sets a larger buffer.
+inline constexpr uint32_t kToolRingbuf = 1u << 20;
 
 struct Options {
   std::string output_file;   // -o: script output goes there
