@@ -45,7 +45,10 @@ class TcpdropTest(unittest.TestCase):
             self.assertEqual(cols[-1], "SKB_DROP_REASON_NETFILTER_DROP")
             self.assertRegex(cols[-2], r"^\((FIN|SYN|RST|PSH|ACK|URG|ECE|CWR)(\|(FIN|SYN|RST|PSH|ACK|URG|ECE|CWR))*\)$")
             self.assertTrue("ACK" in cols[-2] or cols[-2] == "(SYN)", cols)
-            self.assertTrue(any(f.startswith("nf_hook_slow") for f in stack), stack)
+            # A stack the stack map could not store (a bucket collision,
+            # get_stackid's -EEXIST) prints empty: rare, allowed below.
+            self.assertTrue(not stack or any(f.startswith("nf_hook_slow") for f in stack), stack)
+        self.assertLessEqual(sum(1 for c, s in mine if not s), max(1, len(mine) // 10), run)
 
     def test_ipv6_json(self):
         with LossyPair("drop6", 5402, percent=10, match="") as pair:
@@ -61,7 +64,8 @@ class TcpdropTest(unittest.TestCase):
             self.assertEqual(e["ip"], 6)
             self.assertEqual(e["daddr"], pair.addr6["a"])
             self.assertTrue(e["flags"] & 0x12, e)  # ACK, or a SYN
-            self.assertIn("nf_hook_slow", e["kstack"])
+            self.assertTrue(not e["kstack"].strip() or "nf_hook_slow" in e["kstack"], e)
+        self.assertLessEqual(sum(1 for e in evs if not e["kstack"].strip()), max(1, len(evs) // 10), run)
 
 
 if __name__ == "__main__":
