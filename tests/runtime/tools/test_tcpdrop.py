@@ -27,7 +27,10 @@ class TcpdropTest(unittest.TestCase):
         mount_tracefs()
 
     def test_netfilter_drops(self):
-        with LossyPair("drop", 5401, percent=10, match="") as pair:
+        # Only data segments are dropped: they all arrive during the session,
+        # so none is dropped after the tool has stopped (a FIN or ACK
+        # retransmitted late could be).
+        with LossyPair("drop", 5401, percent=10, match="meta length > 200") as pair:
             run = run_tool(["tcpdrop", "-4"], lambda: tcp_session(pair, "a", pair.addr4["a"], 5401, 500000),
                            settle=0.5)
             dropped = pair.dropped()
@@ -44,14 +47,14 @@ class TcpdropTest(unittest.TestCase):
             self.assertTrue(cols[3].startswith(pair.addr4["b"] + ":"), cols)
             self.assertEqual(cols[-1], "SKB_DROP_REASON_NETFILTER_DROP")
             self.assertRegex(cols[-2], r"^\((FIN|SYN|RST|PSH|ACK|URG|ECE|CWR)(\|(FIN|SYN|RST|PSH|ACK|URG|ECE|CWR))*\)$")
-            self.assertTrue("ACK" in cols[-2] or cols[-2] == "(SYN)", cols)
+            self.assertIn("ACK", cols[-2])
             # A stack the stack map could not store (a bucket collision,
             # get_stackid's -EEXIST) prints empty: rare, allowed below.
             self.assertTrue(not stack or any(f.startswith("nf_hook_slow") for f in stack), stack)
         self.assertLessEqual(sum(1 for c, s in mine if not s), max(1, len(mine) // 10), run)
 
     def test_ipv6_json(self):
-        with LossyPair("drop6", 5402, percent=10, match="") as pair:
+        with LossyPair("drop6", 5402, percent=10, match="meta length > 200") as pair:
             run = run_tool(["tcpdrop", "-f", "json"], lambda: tcp_session(pair, "a", pair.addr6["a"], 5402, 300000),
                            settle=0.5)
             dropped = pair.dropped()
@@ -63,7 +66,7 @@ class TcpdropTest(unittest.TestCase):
         for e in evs:
             self.assertEqual(e["ip"], 6)
             self.assertEqual(e["daddr"], pair.addr6["a"])
-            self.assertTrue(e["flags"] & 0x12, e)  # ACK, or a SYN
+            self.assertTrue(e["flags"] & 0x10, e)  # ACK
             self.assertTrue(not e["kstack"].strip() or "nf_hook_slow" in e["kstack"], e)
         self.assertLessEqual(sum(1 for e in evs if not e["kstack"].strip()), max(1, len(evs) // 10), run)
 
