@@ -52,6 +52,8 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
           else
             args.push_back({.val = constant(0, Type::integer(8, false))});
         }
+      } else if (action.kind == sema::ActionKind::Table) {
+        args.push_back({.expr = e.args[1]});
       } else {
         args.push_back({.expr = e.args[0]});
       }
@@ -110,15 +112,25 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
       return int_val(out, t);
     }
     case sema::Function::Ntop: {
+      // [u64 family, with a port: | port << 32 | 1 << 48][16 address bytes]
       uint32_t off = alloc(24);
       VregId rec = scratch_ptr(off);
-      const Type& at = p_.type_of(e.args.back());
+      const ExprId addr_id = e.args.size() == 3 ? e.args[1] : e.args.back();
+      const Type& at = p_.type_of(addr_id);
       int64_t family = at.is_bytes() && at.size == 16 ? 10 : 2;  // AF_INET6 : AF_INET
-      if (e.args.size() == 2)
+      if (e.args.size() == 3) {
+        VregId port = b_.alu_imm(AluOp::And, materialize_int(expr(e.args[2])), 0xffff);
+        VregId word = b_.alu_imm(AluOp::Lsh, port, 32);
+        VregId af = b_.alu_imm(AluOp::And, materialize_int(expr(e.args[0])), 0xffff);
+        word = b_.alu(AluOp::Or, word, af);
+        b_.store(8, rec, 0, word);
+        b_.store_imm(1, rec, 6, 1);  // bit 48: has a port
+      } else if (e.args.size() == 2) {
         copy_to(rec, 0, expr(e.args[0]), Type::integer(8, false));
-      else
+      } else {
         b_.store_imm(8, rec, 0, static_cast<int32_t>(family));
-      Val addr = expr(e.args.back());
+      }
+      Val addr = expr(addr_id);
       if (at.is_bytes()) {
         addr = addressable(addr);
         copy_bytes(rec, 8, addr.reg, at.size == 16 ? 16 : 8);

@@ -129,6 +129,16 @@ uint32_t hist_bucket_count(int bits);  // number of buckets for hist(n, bits)
 uint32_t lhist_index(int64_t value, int64_t min, int64_t max, int64_t step);
 uint32_t lhist_bucket_count(int64_t min, int64_t max, int64_t step);
 
+// A table of maps joined by key, for print((@a, @b / 1024), rows, "FORMAT",
+// "NAMES") (a bpfscope extension for top-style tools).
+struct TableDivisor {
+  double by = 0;          // 0: not divided
+  bool is_float = false;  // divided as a double (1024.0), else as an integer
+};
+struct Table {
+  std::vector<std::vector<Value>> rows;  // the key's fields, then one value per map
+};
+
 // printf: the format is parsed once (at compile time, by sema, to check the
 // argument count and types) and applied in user space to each event.
 struct PrintfSpec {
@@ -183,6 +193,22 @@ std::string json_value(const Value& v);
 // "data": {"@m": ...}}`, entries sorted and cut as map_text does. Empty
 // string for a map with no entries.
 std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0);
+
+// One row per key found in any of `maps` (a map lacking the key gives 0),
+// its values in the maps' order, each an average's mean where the map is
+// avg(), divided by its divisor; rows ordered by the sum of their undivided
+// values, largest first (ties by key), at most `limit` of them (0: all).
+Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<TableDivisor>& divisors,
+                uint64_t limit);
+
+// The table as text: a header line of `names`, then one line per row formatted
+// with `row` (one conversion per column, no '*'); every column is padded to
+// its widest cell or name, so that the rows stay aligned.
+std::string table_text(const Table& t, const std::vector<std::string>& names, const PrintfFormat& row);
+
+// `{"type": "table", "data": [{"pid": 1, "comm": "x", ...}, ...]}`: one object
+// per row, keyed by the lowercased column names.
+std::string json_table(const Table& t, const std::vector<std::string>& names);
 
 // `{"type": "<type>", "data": "<text>"}` for printf, time, cat, join, syscall.
 std::string json_event(std::string_view type, std::string_view text);

@@ -31,10 +31,13 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
     case sema::TypeKind::Inet: {
       uint64_t family;
       std::memcpy(&family, p, 8);
+      // ntop(af, addr, port) sets bit 48 and puts the port in bits 32-47.
       char buf[INET6_ADDRSTRLEN] = "";
-      int af = family == AF_INET6 ? AF_INET6 : AF_INET;
+      int af = (family & 0xffff) == AF_INET6 ? AF_INET6 : AF_INET;
       if (!inet_ntop(af, p + 8, buf, sizeof buf)) return output::Value::of_string("(?)");
-      return output::Value::of_string(buf);
+      if (!(family >> 48 & 1)) return output::Value::of_string(buf);
+      const auto port = static_cast<unsigned>(family >> 32 & 0xffff);
+      return output::Value::of_string(af == AF_INET6 ? fmt::format("[{}]:{}", buf, port) : fmt::format("{}:{}", buf, port));
     }
     case sema::TypeKind::Array: {
       std::vector<output::Value> elems;

@@ -667,6 +667,15 @@ class Session {
         emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u, o_.hist_layout));
         break;
       }
+      case sema::ActionKind::Table: {
+        std::vector<output::MapSnapshot> snaps;
+        for (int32_t i : a.table_maps) snaps.push_back(read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get()));
+        std::vector<const output::MapSnapshot*> maps;
+        for (const auto& s : snaps) maps.push_back(&s);
+        auto table = output::join_maps(maps, a.table_divisors, args[0].u);
+        emit_out(o_.json ? output::json_table(table, a.arg_names) : output::table_text(table, a.arg_names, a.printf_format));
+        break;
+      }
       case sema::ActionKind::PrintValue: {
         emit_out(o_.json ? output::json_value_event(args[0]) : output::to_text(args[0]) + "\n");
         break;

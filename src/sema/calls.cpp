@@ -168,7 +168,12 @@ Type Checker::call(ExprId id) {
     }
     case Function::Print: {
       const Expr& a = ast_.expr(e.args[0]);
+      if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() > 1) return print_table(id);
       if (a.kind == ExprKind::Map && a.args.empty()) {
+        if (e.args.size() > 3) {
+          error(e.loc, fmt::format("print() requires 1 to 3 arguments ({} provided)", e.args.size()));
+          return Type::none();
+        }
         MapInfo* m = whole_map(e.args[0]);
         for (size_t i = 1; i < e.args.size(); ++i)
           if (!expr(e.args[i]).is_int()) error(ast_.expr(e.args[i]).loc, "print(): top and div must be integers");
@@ -292,15 +297,21 @@ Type Checker::call(ExprId id) {
     }
     case Function::Ntop: {
       // ntop([af,] addr): an IPv4 address as an integer (network order) or
-      // 4 bytes, an IPv6 address as 16 bytes.
-      Type addr = expr(e.args.back());
-      if (e.args.size() == 2 && !expr(e.args[0]).is_int()) {
+      // 4 bytes, an IPv6 address as 16 bytes. ntop(af, addr, port), a
+      // bpfscope extension, prints "addr:port" ("[addr]:port" for IPv6).
+      const ExprId addr_id = e.args.size() == 3 ? e.args[1] : e.args.back();
+      Type addr = expr(addr_id);
+      if (e.args.size() >= 2 && !expr(e.args[0]).is_int()) {
         error(ast_.expr(e.args[0]).loc, "ntop(): the address family must be an integer");
+        return Type::none();
+      }
+      if (e.args.size() == 3 && !expr(e.args[2]).is_int()) {
+        error(ast_.expr(e.args[2]).loc, "ntop(): the port must be an integer");
         return Type::none();
       }
       bool ok = (addr.kind == TypeKind::Int && addr.size <= 8) || (addr.is_bytes() && (addr.size == 4 || addr.size == 16));
       if (!ok) {
-        error(ast_.expr(e.args.back()).loc,
+        error(ast_.expr(addr_id).loc,
               fmt::format("ntop() expects an integer, or 4 or 16 bytes ({} provided)", addr.name()));
         return Type::none();
       }
@@ -929,6 +940,109 @@ std::optional<double> Checker::float_divisor(const Expr& arg) const {
   if (text.starts_with("0x") || text.starts_with("0X") || text.find_first_of("eE") == std::string_view::npos)
     return std::nullopt;
   return static_cast<double>(r.ival);
+}
+
+namespace {
+
+// Keys of two maps that can be joined: the same kinds field by field
+// (integers of any size, strings of any length).
+bool same_shape(const Type& a, const Type& b) {
+  if (a.is_int() && b.is_int()) return true;
+  if (a.kind != b.kind) return false;
+  if (a.kind != TypeKind::Tuple && a.kind != TypeKind::Record) return a.kind == TypeKind::String || a == b;
+  if (a.elems.size() != b.elems.size()) return false;
+  for (size_t i = 0; i < a.elems.size(); ++i)
+    if (!same_shape(a.elems[i], b.elems[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+// print((@a, @b / 1024, @c / 1000.0), rows, "FORMAT", "NAMES"): the maps,
+// which share a key type, joined into one table by key (a bpfscope
+// extension for top-style tools). FORMAT has one conversion per column (the
+// key's fields, then one value per map); NAMES, separated by spaces, head
+// the columns and name them in JSON.
+Type Checker::print_table(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& tuple = ast_.expr(e.args[0]);
+  const auto usage = [&](const lang::Loc& loc, std::string_view why) {
+    error(loc, fmt::format("print() of a table: {} (print((@a, @b / 1024), rows, \"FORMAT\", \"NAMES\"))", why));
+    return Type::none();
+  };
+  if (e.args.size() != 4) return usage(e.loc, "expects 4 arguments");
+  std::vector<int32_t> maps;
+  std::vector<output::TableDivisor> divisors;
+  const Type* key = nullptr;
+  for (ExprId el : tuple.args) {
+    const Expr& x = ast_.expr(el);
+    ExprId map_id = el;
+    output::TableDivisor d;
+    if (x.kind == ExprKind::Binary && x.op == Op::Div) {
+      map_id = x.args[0];
+      const Expr& r = ast_.expr(x.args[1]);
+      if (const auto f = float_divisor(x)) {
+        d = {.by = *f, .is_float = true};
+      } else if (r.kind == ExprKind::Integer) {
+        d = {.by = static_cast<double>(r.ival), .is_float = false};
+      } else {
+        return usage(r.loc, "a column is divided by a literal only");
+      }
+      if (d.by == 0) return usage(r.loc, "division by zero");
+      set(x.args[1], Type::integer(8, false));
+      set(el, Type::none());
+    }
+    const Expr& m = ast_.expr(map_id);
+    if (m.kind != ExprKind::Map || !m.args.empty()) return usage(m.loc, "each column is a map without a key");
+    MapInfo* info = whole_map(map_id);
+    if (!info) return Type::none();
+    using output::AggKind;
+    const bool number = info->agg == AggKind::Count || info->agg == AggKind::Sum || info->agg == AggKind::Avg ||
+                        info->agg == AggKind::Min || info->agg == AggKind::Max ||
+                        (info->agg == AggKind::Plain && info->value.is_int());
+    if (!number) return usage(m.loc, fmt::format("{} does not hold numbers", info->name));
+    if (!info->keyed) return usage(m.loc, fmt::format("{} has no keys", info->name));
+    if (key && !same_shape(*key, info->key)) return usage(m.loc, fmt::format("{} has other keys than the first map", info->name));
+    key = &info->key;
+    maps.push_back(out_.map_of[map_id]);
+    divisors.push_back(d);
+  }
+  if (maps.empty()) return usage(tuple.loc, "no maps");
+  if (!expr(e.args[1]).is_int()) return usage(ast_.expr(e.args[1]).loc, "rows must be an integer");
+  const Expr& f = ast_.expr(e.args[2]);
+  const Expr& n = ast_.expr(e.args[3]);
+  if (f.kind != ExprKind::String) return usage(f.loc, "the format must be a string literal");
+  if (n.kind != ExprKind::String) return usage(n.loc, "the names must be a string literal");
+  set(e.args[2], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
+  set(e.args[3], Type::string(static_cast<uint32_t>(n.sval.size() + 1)));
+  auto parsed = output::parse_printf(f.sval);
+  if (auto* msg = std::get_if<std::string>(&parsed)) return usage(f.loc, *msg);
+  auto& format = std::get<output::PrintfFormat>(parsed);
+  if (!format.trailing.empty() && format.trailing.back() == '\n') format.trailing.pop_back();
+  const size_t columns = (key->kind == TypeKind::Tuple ? key->elems.size() : 1) + maps.size();
+  for (const auto& spec : format.specs)
+    if (spec.conv == '*') return usage(f.loc, "a table's format takes no * width or precision");
+  if (format.specs.size() != columns)
+    return usage(f.loc, fmt::format("the format has {} conversions for {} columns", format.specs.size(), columns));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < n.sval.size();) {
+    size_t j = n.sval.find_first_of(" \t", i);
+    if (j == std::string::npos) j = n.sval.size();
+    if (j > i) names.push_back(n.sval.substr(i, j - i));
+    i = j + 1;
+  }
+  if (names.size() != columns)
+    return usage(n.loc, fmt::format("{} names for {} columns", names.size(), columns));
+  int32_t act = add_action(ActionKind::Table, e.loc, {Type::integer(8, false)});
+  auto& a = out_.actions[act];
+  a.table_maps = std::move(maps);
+  a.table_divisors = std::move(divisors);
+  a.format = f.sval;
+  a.printf_format = std::move(format);
+  a.arg_names = std::move(names);
+  out_.action_of[id] = act;
+  set(e.args[0], Type::none());
+  return Type::none();
 }
 
 // printf, cat and system: a literal format and its arguments, formatted in

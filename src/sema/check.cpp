@@ -1239,7 +1239,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   compute_layouts(out);
   if (!apply_map_decls(program, out, diags)) return std::nullopt;
   for (const auto& a : out.actions) {
-    bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue ||
+    bool output = a.kind == ActionKind::Printf || a.kind == ActionKind::Print || a.kind == ActionKind::PrintValue || a.kind == ActionKind::Table ||
                   a.kind == ActionKind::Time || a.kind == ActionKind::Join || a.kind == ActionKind::Cat ||
                   a.kind == ActionKind::System || a.kind == ActionKind::Errorf || a.kind == ActionKind::Warnf;
     bool hot = std::any_of(resolved[a.probe_index].begin(), resolved[a.probe_index].end(), [](const auto& p) {

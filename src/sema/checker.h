@@ -142,6 +142,7 @@ class Checker {
   Type len_call(ExprId id);
 
   Type printf_call(ExprId id, ActionKind kind = ActionKind::Printf);
+  Type print_table(ExprId id);
 
   std::optional<double> float_divisor(const Expr& arg) const;
 

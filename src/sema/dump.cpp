@@ -32,6 +32,7 @@ static const char* action_name(ActionKind k) {
     case ActionKind::Exit: return "exit";
     case ActionKind::Print: return "print";
     case ActionKind::PrintValue: return "print_value";
+    case ActionKind::Table: return "table";
     case ActionKind::Clear: return "clear";
     case ActionKind::Zero: return "zero";
     case ActionKind::Time: return "time";

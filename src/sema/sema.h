@@ -107,7 +107,7 @@ enum class Function {
 bool is_aggregation(Function f);
 
 // ORDER ActionKind: the runtime's action table has one row per kind.
-enum class ActionKind { Printf, Exit, Print, PrintValue, Clear, Zero, Time, Join, Cat, System, Errorf, Warnf };
+enum class ActionKind { Printf, Exit, Print, PrintValue, Table, Clear, Zero, Time, Join, Cat, System, Errorf, Warnf };
 
 // An asynchronous action: the BPF program writes a record
 // [u64 action id][arguments] to the ring buffer and user space performs it.
@@ -132,6 +132,11 @@ struct Action {
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
   uint32_t record_size = 8;         // id included
   int32_t map = -1;                 // Print, Clear, Zero: index into maps
+  // Table (print((@a, @b / 1024), rows, "FORMAT", "NAMES"), a bpfscope
+  // extension): the joined maps, each one's divisor; the row format is
+  // printf_format and the column names arg_names.
+  std::vector<int32_t> table_maps;
+  std::vector<output::TableDivisor> table_divisors;
   uint32_t probe_index = 0;         // the AST probe that sends it
   lang::Loc loc;
 };
