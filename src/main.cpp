@@ -62,6 +62,7 @@ OPTIONS:
     -k             report failed helper calls (probe reads, get_stackid) as located warnings;
                    failed map updates (a full map) are always reported
     --no-warnings  do not print warnf() messages
+    --percentiles  print estimated p50, p90, p99 and p99.9 under each histogram
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
@@ -225,7 +226,7 @@ int compile_and_run(Cli& cli) {
 }
 
 
-enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr };
+enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -287,6 +288,7 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     case kDryRun: cli.run.dry_run = true; break;
     case kUnsafe: cli.unsafe = true; break;
     case kNoWarnings: cli.run.no_warnings = true; break;
+    case kPercentiles: cli.run.percentiles = true; break;
     case 'k': cli.helper_errors = true; break;
     case kVerifyIr:
     case 'I': break;
@@ -301,13 +303,14 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
 const std::vector<tools::GlobalSpec> kToolGlobals = {
     {'o', "output", true}, {'f', "format", true}, {'q', "quiet", false}, {'v', "verbose", false},
     {'c', "cmd", true},    {'k', nullptr, false}, {'d', nullptr, true},  {'B', nullptr, true},
-    {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false},
+    {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false}, {0, "percentiles", false},
 };
 
 int option_code(const std::string& name) {
   if (name == "dry-run") return kDryRun;
   if (name == "unsafe") return kUnsafe;
   if (name == "no-warnings") return kNoWarnings;
+  if (name == "percentiles") return kPercentiles;
   return name[0];
 }
 
@@ -381,6 +384,7 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.ringbuf_bytes = runtime::kToolRingbuf;
   cli.run.gap_before_maps = false;
   cli.run.hist_layout = output::HistLayout::Bcc;
+  cli.run.percentiles = tool.percentiles;
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;
@@ -402,6 +406,7 @@ int main(int argc, char** argv) {
       {"dry-run", no_argument, nullptr, kDryRun},   {"unsafe", no_argument, nullptr, kUnsafe},
       {"info", no_argument, nullptr, kInfo},        {"no-warnings", no_argument, nullptr, kNoWarnings},
       {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
+      {"percentiles", no_argument, nullptr, kPercentiles},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before

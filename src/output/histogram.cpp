@@ -162,6 +162,26 @@ std::string log2_table(const std::vector<uint64_t>& buckets, std::string_view un
   return out;
 }
 
+uint64_t hist_label(size_t i, int k) {
+  const uint64_t n = uint64_t{1} << k;
+  if (i <= 2 * n) return i;
+  const uint64_t interval = i & (n - 1);
+  const uint64_t power = (i >> k) - 1;
+  if (power >= 64) return UINT64_MAX;
+  const unsigned __int128 v = (static_cast<unsigned __int128>(1) << power) * (n + interval);
+  return v > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v);
+}
+
+std::optional<int64_t> lhist_label(size_t i, int64_t min, int64_t max, int64_t step) {
+  int64_t offset = 0;
+  int64_t bound = 0;
+  if (__builtin_mul_overflow(static_cast<int64_t>(i), step, &offset) ||
+      __builtin_add_overflow(min, offset, &bound) || bound > max) {
+    return std::nullopt;
+  }
+  return bound;
+}
+
 uint32_t hist_index(int64_t value, int bits) {
   const int k = clamp_bits(bits);
   if (value < 0) return 0;

@@ -1,7 +1,9 @@
 // Internal to src/output: histogram helpers shared by the map renderer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,5 +13,14 @@ namespace bpfscope::output {
 // range of printed buckets (first to last non-empty) is decided on the
 // undivided counts, so a bucket that divides down to 0 still prints.
 std::string hist_text_div(const std::vector<uint64_t>& buckets, int bits, uint64_t div);
+
+// hist(n, k) label of index i (types_format.cpp hist_index_label): the
+// exclusive upper bound of bucket i and the lower bound of bucket i + 1; i for
+// i <= 2^(k+1), else 2^power * (2^k + interval).
+uint64_t hist_label(size_t i, int k);
+
+// lhist label of index i: min + i * step, or nullopt past max (the overflow
+// bucket has no upper bound).
+std::optional<int64_t> lhist_label(size_t i, int64_t min, int64_t max, int64_t step);
 
 }  // namespace bpfscope::output

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "output/histogram.h"
 #include "output/map_common.h"
 #include "output/output.h"
 
@@ -59,18 +60,6 @@ struct Bucket {
   std::optional<uint64_t> umax;
 };
 
-// hist(n, k) label of index i (types_format.cpp hist_index_label): i for
-// i <= 2^(k+1), else 2^power * (2^k + interval).
-uint64_t hist_label(size_t i, int k) {
-  const uint64_t n = uint64_t{1} << k;
-  if (i <= 2 * n) return i;
-  const uint64_t interval = i & (n - 1);
-  const uint64_t power = (i >> k) - 1;
-  if (power >= 64) return UINT64_MAX;
-  const unsigned __int128 v = (static_cast<unsigned __int128>(1) << power) * (n + interval);
-  return v > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v);
-}
-
 std::string bucket_json(const std::optional<std::string>& min, const std::optional<std::string>& max,
                         uint64_t count) {
   std::string out = "{";
@@ -109,18 +98,6 @@ std::string hist_json(const std::vector<uint64_t>& buckets, int bits, uint64_t d
     out += bucket_json(min, max, buckets[i] / div);
   }
   return out + "]";
-}
-
-// lhist label of index i: min + i * step, or nullopt past max (the overflow
-// bucket has no upper bound).
-std::optional<int64_t> lhist_label(size_t i, int64_t min, int64_t max, int64_t step) {
-  int64_t offset = 0;
-  int64_t bound = 0;
-  if (__builtin_mul_overflow(static_cast<int64_t>(i), step, &offset) ||
-      __builtin_add_overflow(min, offset, &bound) || bound > max) {
-    return std::nullopt;
-  }
-  return bound;
 }
 
 std::string lhist_json(const std::vector<uint64_t>& buckets, int64_t lmin, int64_t lmax,
@@ -252,7 +229,7 @@ std::string json_value(const Value& v) {
   return "null";
 }
 
-std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div) {
+std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles) {
   const auto entries = select_entries(map, top);
   if (entries.empty()) return "";
   if (div == 0) div = 1;
@@ -267,8 +244,22 @@ std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div) {
     }
     data += "}";
   }
-  return fmt::format("{{\"type\": \"{}\", \"data\": {{{}: {}}}}}\n", map_type(map.kind),
-                     json_string(map.name), data);
+  std::string extra;
+  if (percentiles && (map.kind == AggKind::Hist || map.kind == AggKind::LHist)) {
+    std::string p;
+    if (!map.keyed) {
+      p = percentiles_json(estimate_percentiles(map, entries.front().second.buckets));
+    } else {
+      p = "{";
+      for (size_t i = 0; i < entries.size(); i++)
+        p += (i ? ", " : "") + json_key(entries[i].first) + ": " +
+             percentiles_json(estimate_percentiles(map, entries[i].second.buckets));
+      p += "}";
+    }
+    extra = fmt::format(", \"percentiles\": {{{}: {}}}", json_string(map.name), p);
+  }
+  return fmt::format("{{\"type\": \"{}\", \"data\": {{{}: {}}}{}}}\n", map_type(map.kind),
+                     json_string(map.name), data, extra);
 }
 
 std::string json_event(std::string_view type, std::string_view text) {

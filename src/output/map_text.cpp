@@ -233,7 +233,7 @@ std::string key_label(const Value& key) {
 
 }  // namespace
 
-std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLayout layout) {
+std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLayout layout, bool percentiles) {
   std::vector<Entry> entries = select_entries(map, top);
   if (div == 0) div = 1;
 
@@ -244,18 +244,21 @@ std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLay
         if (layout == HistLayout::Bcc && map.hist.bits == 0 && div == 1) {
           if (map.keyed) out += key_label(key) + "\n";
           out += log2_table(agg.buckets, map.name.size() > 1 ? map.name.substr(1) : "value");
+          if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
           out += '\n';
           break;
         }
         // "@h:" / "@h[k]:", the bucket lines, an empty line.
         out += entry_name(map, key) + ":\n";
         out += hist_text_div(agg.buckets, map.hist.bits, div);
+        if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
         out += '\n';
         break;
       case AggKind::LHist:
         // div has no effect on linear histograms (0.26).
         out += entry_name(map, key) + ":\n";
         out += lhist_text(agg.buckets, map.hist.min, map.hist.max, map.hist.step);
+        if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
         out += '\n';
         break;
       case AggKind::Plain:

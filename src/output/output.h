@@ -121,8 +121,9 @@ enum class HistLayout { Bpftrace, Bcc };
 // entries sorted per REFERENCE.md 4.3, `top` keeps the last top entries (0 =
 // all), `div` divides values (0 or 1 = no division). Prints nothing for an
 // empty map. Ends with "\n" after each line; histograms end with an empty line.
+// With `percentiles`, each histogram is followed by its percentile line.
 std::string map_text(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0,
-                     HistLayout layout = HistLayout::Bpftrace);
+                     HistLayout layout = HistLayout::Bpftrace, bool percentiles = false);
 
 // The histogram body only (the bucket lines), for one entry.
 std::string hist_text(const std::vector<uint64_t>& buckets, int bits);
@@ -149,6 +150,17 @@ struct TableDivisor {
 struct Table {
   std::vector<std::vector<Value>> rows;  // the key's fields, then one value per map
 };
+
+// Percentiles (--percentiles): p50, p90, p99 and p99.9 of a hist() or
+// lhist() entry's buckets (empty for an empty one or another kind), each the
+// value where the running count crosses that share of the total, linearly
+// interpolated inside the bucket (so an estimate: the buckets are all that is
+// kept); as text ("p50 = 96, p90 = 480, p99 = 1000, p99.9 = 1018 (estimated
+// within buckets)\n") and JSON ({"p50": 96.0, ...}).
+const std::vector<double>& percentile_levels();
+std::vector<double> estimate_percentiles(const MapSnapshot& map, const std::vector<uint64_t>& buckets);
+std::string percentiles_text(const std::vector<double>& values);
+std::string percentiles_json(const std::vector<double>& values);
 
 // Folded stacks (-f folded): whether a map's keys hold a kernel or user
 // stack (a count, sum, avg, min, max or plain map), and its entries as
@@ -212,7 +224,9 @@ std::string json_value(const Value& v);
 // A map for print(@m, top, div) and at exit: `{"type": "map"|"hist"|"stats",
 // "data": {"@m": ...}}`, entries sorted and cut as map_text does. Empty
 // string for a map with no entries.
-std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0);
+// With `percentiles`, a hist message also has `"percentiles": {"@m":
+// {"p50": ...}}` (keyed maps: {"@m": {"key": {"p50": ...}}}).
+std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0, bool percentiles = false);
 
 // One row per key found in any of `maps` (a map lacking the key gives 0),
 // its values in the maps' order, each an average's mean where the map is

@@ -32,6 +32,7 @@ struct Options {
   // -f folded: maps keyed by stacks print as folded stacks on the output;
   // all other output goes to stderr as text, so the output is folded only.
   bool folded = false;
+  bool percentiles = false;  // --percentiles: estimated p50/p90/p99/p99.9 under each histogram
   // A packaged tool's name: its load and attach errors are one line each
   // (lang::Diagnostics::render for tools). "" for scripts.
   std::string tool_name;

@@ -604,7 +604,8 @@ class Session {
       fwrite(text.data(), 1, text.size(), out_);
       return;
     }
-    emit_out(o_.json ? output::json_map(snap, top, div) : output::map_text(snap, top, div, o_.hist_layout));
+    emit_out(o_.json ? output::json_map(snap, top, div, o_.percentiles)
+                     : output::map_text(snap, top, div, o_.hist_layout, o_.percentiles));
   }
 
   // A line printed in pieces (printf formats that do not end in a newline,

@@ -193,6 +193,9 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
       t.examples.emplace_back(value);
     } else if (key == "note") {
       t.notes.emplace_back(value);
+    } else if (key == "percentiles") {
+      if (value != "yes" && value != "no") return fail("percentiles: yes or no");
+      t.percentiles = value == "yes";
     }
   }
   if (t.name.empty()) {

@@ -59,6 +59,7 @@ struct Tool {
   std::vector<ArgSpec> args;
   std::vector<std::string> examples;  // "tcplife -p 1215   # only trace PID 1215"
   std::vector<std::string> notes;     // extra paragraphs of the help text
+  bool percentiles = false;           // "// percentiles: yes": histograms show estimated percentiles
   std::string source;                 // the whole file
   std::string path;                   // "tools/tcplife.bt" or the file run directly
 };

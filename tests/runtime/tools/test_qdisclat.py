@@ -90,6 +90,9 @@ class QdisclatTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         hists = text_hists(run.lines)
         ours = {k: v for k, v in hists.items() if pair.dev["a"] in k[1] or pair.dev["b"] in k[1]}
+        # A latency tool: each histogram has its estimated percentiles.
+        self.assertTrue(any(re.match(r"^p50 = \S+, p90 = \S+, p99 = \S+, p99\.9 = \S+ \(estimated within buckets\)$", l)
+                            for l in run.lines), run)
         self.assertEqual(list(ours), [("msecs", "qdisc = tbf, dev = " + pair.dev["b"])], run)
         self.assertTrue(sent["b"] - 2 <= total(ours[("msecs", "qdisc = tbf, dev = " + pair.dev["b"])]) <= outer,
                         (sent, outer, run))
