@@ -48,7 +48,7 @@ class TcptopTest(unittest.TestCase):
             actor = Actor(pair, "a", "bstt%d" % (os.getpid() % 100000), TRAFFIC)
             out = []
             try:
-                run = run_tool(["tcptop", "-p", str(actor.pid)] + args, lambda: out.extend(actor.go()), settle=1.3)
+                run = run_tool(["tcptop", "-p", str(actor.pid)] + args, lambda: out.extend(actor.go()), settle=2.2)
             finally:
                 actor.kill()
         self.assertEqual(run.rc, 0, run)
