@@ -106,6 +106,26 @@ class SockSnoopTest(unittest.TestCase):
         want = [r for r in self.bind_rows(pid, comm, f, True) if r[6] in ("7205", "7206")]
         self.assertEqual([r[1:] for r in rows], want, run)
 
+    def test_bindsnoop_cgroup(self):
+        # The actor alone in a cgroup v2 directory of its own; no -p.
+        root = next(l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2")
+        cg = os.path.join(root, "bpfscope_test_%d" % os.getpid())
+        os.mkdir(cg)
+        try:
+            with NetnsPair("socg") as pair:
+                actor = Actor(pair, "a", "bscg%d" % (os.getpid() % 100000), EVENTS)
+                out = []
+                try:
+                    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                        f.write(str(actor.pid))
+                    run = run_tool(["bindsnoop", "-c", cg], lambda: out.extend(actor.go()))
+                finally:
+                    actor.kill()
+        finally:
+            os.rmdir(cg)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(self.rows(run), self.bind_rows(actor.pid, actor.comm, json.loads(out[-1]), False), run)
+
     def test_bindsnoop_json(self):
         run, comm, pid, f = self.run_on_events("bindsnoop", "-f", "json")
         events = [e["data"] for e in run.json("event")]
