@@ -132,6 +132,13 @@ void Checker::stmt(StmtId id) {
     case StmtKind::If: {
       Type c = expr(s.expr);
       if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
+      // A branch that cannot run is not checked (so that a tool may give a
+      // map another key shape under another option).
+      if (auto known = known_condition(s.expr)) {
+        out_.known_if[id] = *known;
+        block(*known ? s.body : s.else_body);
+        return;
+      }
       block(s.body);
       block(s.else_body);
       return;
@@ -455,6 +462,30 @@ std::optional<int64_t> Checker::constant(ExprId id) {
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
   return std::nullopt;
+}
+
+// The value of a typed condition when it is known now: a literal, a getopt()
+// flag or integer, == and != of known strings, and !, &&, || of those (the
+// right side of && and || only where the left one is known, as it may have
+// effects).
+std::optional<bool> Checker::known_condition(ExprId id) const {
+  const Expr& e = ast_.expr(id);
+  if (e.kind == ExprKind::Integer) return e.ival != 0;
+  if (e.kind == ExprKind::Unary && e.op == Op::LNot) {
+    auto v = known_condition(e.args[0]);
+    return v ? std::optional<bool>(!*v) : std::nullopt;
+  }
+  if (e.kind == ExprKind::Binary && (e.op == Op::LAnd || e.op == Op::LOr)) {
+    const bool decides = e.op == Op::LOr;  // the left value that decides alone
+    auto a = known_condition(e.args[0]);
+    if (!a) return std::nullopt;
+    if (*a == decides) return decides;
+    return known_condition(e.args[1]);
+  }
+  // A string getopt()'s const_of is an index into const_strings.
+  if (!out_.type_of(id).is_int() || !out_.const_of[id]) return std::nullopt;
+  if (e.kind == ExprKind::Call && out_.function_of[id] != Function::Getopt) return std::nullopt;
+  return *out_.const_of[id] != 0;
 }
 
 // Finds (or, when assigning, creates) the map named by a Map expression and
