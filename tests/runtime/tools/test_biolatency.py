@@ -6,7 +6,7 @@ import os
 import re
 import unittest
 
-from blockio import LoopDev
+from blockio import LoopDev, run_counted
 from histrun import json_hists, text_hists, total
 from toolrun import mount_tracefs, run_tool, start_twin
 
@@ -55,7 +55,7 @@ class BiolatencyTest(unittest.TestCase):
 
     def test_intervals_with_timestamps(self):
         with LoopDev() as dev:
-            run = run_tool(["biolatency", "-T", "-d", dev.name, "1", "2"], lambda: self.io(dev), settle=3)
+            run = run_counted(["biolatency", "-T", "-d", dev.name, "1", "2"], lambda: self.io(dev))
         self.assertEqual(run.rc, 0, run)
         stamps = [l for l in run.lines if re.fullmatch(r"\d\d:\d\d:\d\d", l)]
         self.assertEqual(len(stamps), 2, run)

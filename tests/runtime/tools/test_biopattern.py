@@ -5,7 +5,7 @@ import os
 import re
 import unittest
 
-from blockio import LoopDev, scattered
+from blockio import LoopDev, run_counted, scattered
 from toolrun import mount_tracefs, run_tool, start_twin
 
 HEADER = "DISK      %RND  %SEQ    COUNT     KBYTES"
@@ -49,7 +49,7 @@ class BiopatternTest(unittest.TestCase):
 
     def test_intervals_with_timestamps(self):
         with LoopDev() as dev:
-            run = run_tool(["biopattern", "-T", "-d", dev.name, "1", "2"], lambda: self.mixed(dev), settle=3)
+            run = run_counted(["biopattern", "-T", "-d", dev.name, "1", "2"], lambda: self.mixed(dev))
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[1], "TIME      " + HEADER)
         got = rows(run, dev)

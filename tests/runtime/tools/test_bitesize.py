@@ -5,7 +5,7 @@ and libbpf-tools' bitesize counts the same."""
 import os
 import unittest
 
-from blockio import LoopDev
+from blockio import LoopDev, run_counted
 from histrun import json_hists, text_hists
 from toolrun import mount_tracefs, run_tool, start_twin
 
@@ -48,7 +48,7 @@ class BitesizeTest(unittest.TestCase):
 
     def test_intervals(self):
         with LoopDev() as dev:
-            run = run_tool(["bitesize", "-T", "-d", dev.name, "1", "2"], lambda: self.io(dev), settle=3)
+            run = run_counted(["bitesize", "-T", "-d", dev.name, "1", "2"], lambda: self.io(dev))
         self.assertEqual(run.rc, 0, run)
         stamps = [l for l in run.lines if len(l) == 8 and l[2] == ":" and l[5] == ":"]
         self.assertEqual(len(stamps), 2, run)
