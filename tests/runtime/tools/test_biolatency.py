@@ -40,8 +40,9 @@ class BiolatencyTest(unittest.TestCase):
         hists = text_hists(run.lines)
         got = {key: total(b) for (unit, key), b in hists.items()}
         self.assertEqual({u for u, _ in hists}, {"msecs"}, run)
-        self.assertEqual(got, {"disk = %s, flags = Write" % dev.name: WRITES,
-                               "disk = %s, flags = Read" % dev.name: READS}, run)
+        # Direct writes are sync and idle (dio), direct reads sync.
+        self.assertEqual(got, {"disk = %s, flags = Idle-Sync-Write" % dev.name: WRITES,
+                               "disk = %s, flags = Sync-Read" % dev.name: READS}, run)
 
     def test_queued_with_a_scheduler(self):
         with LoopDev() as dev:
@@ -95,6 +96,22 @@ class BiolatencyTest(unittest.TestCase):
         mine = {lo: c for lo, _, c in ours}
         same = sum(min(c, mine.get(lo, 0)) for lo, _, c in twin_hist)
         self.assertGreaterEqual(same, 0.7 * (WRITES + READS), (run, theirs))
+
+    def test_flags_as_libbpf_tools(self):
+        if not os.path.exists("/usr/sbin/biolatency"):
+            self.skipTest("libbpf-tools not installed")
+        with LoopDev() as dev:
+            twin = start_twin(["/usr/sbin/biolatency", "-D", "-F", "-d", dev.name], "Tracing")
+            try:
+                run = run_tool(["biolatency", "-D", "-F", "-d", dev.name], lambda: self.io(dev), settle=0.5)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        ours = {key: total(b) for (_, key), b in text_hists(run.lines).items()}
+        # The twin separates the key's fields with a tab.
+        twin_keys = {key.replace("\t", ", "): total(b) for (_, key), b in text_hists(theirs.lines).items()}
+        self.assertEqual(ours, twin_keys, (run, theirs))
+        self.assertEqual(sum(ours.values()), WRITES + READS, run)
 
 
 if __name__ == "__main__":
