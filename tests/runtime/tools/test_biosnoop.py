@@ -5,7 +5,7 @@ dd asked for."""
 import re
 import unittest
 
-from blockio import LoopDev
+from blockio import LoopDev, run_counted
 from toolrun import mount_tracefs, run_tool
 
 HEADER = "TIME(s)     COMM           PID     DISK    T SECTOR     BYTES   LAT(ms)"
@@ -65,6 +65,16 @@ class BiosnoopTest(unittest.TestCase):
             self.assertIsInstance(e["lat_ms"], float)
         got = [[e["comm"], str(e["pid"]), e["disk"], e["t"], str(e["sector"]), str(e["bytes"])] for e in events]
         self.assertEqual(got, self.expected(dev), run)
+
+    def test_min_ms_and_duration(self):
+        with LoopDev() as dev:
+            # A loop device on a file answers well within a second.
+            slow = run_tool(["biosnoop", "-m", "1000", "-d", dev.name], lambda: self.io(dev))
+            timed = run_counted(["biosnoop", "-d", dev.name, "2"], lambda: self.io(dev))
+        self.assertEqual(slow.rc, 0, slow)
+        self.assertEqual(slow.lines, [HEADER], slow)
+        self.assertEqual(timed.rc, 0, timed)
+        self.assertEqual([l.split()[1:7] for l in timed.lines[1:]], self.expected(dev), timed)
 
     def test_other_disks_filtered(self):
         with LoopDev() as dev, LoopDev() as other:

@@ -62,6 +62,18 @@ class BiotopTest(unittest.TestCase):
                 n = next((k for k, x in enumerate(rest) if not x.strip()), len(rest))
                 self.assertLessEqual(n, 1, run)
 
+    def test_pid_filter(self):
+        with LoopDev() as dev:
+            def io():
+                self.io(dev)  # dd's I/O: filtered out
+                dev.random_io([200, 300, 400, 500])  # this process's
+            run = run_counted(["biotop", "-C", "-p", str(os.getpid()), "1", "2"], io)
+        self.assertEqual(run.rc, 0, run)
+        rows = [l.split() for l in run.lines if len(l.split()) == 9 and l.split() != HEADER]
+        self.assertTrue(rows, run)
+        self.assertEqual({r[0] for r in rows}, {str(os.getpid())}, run)
+        self.assertEqual(sum(int(r[6]) for r in rows if r[5] == dev.name), 4, run)
+
     def test_json_tables(self):
         with LoopDev() as dev:
             run = run_counted(["-f", "json", "biotop", "-C", "1", "3"], lambda: self.io(dev))
