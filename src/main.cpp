@@ -43,7 +43,9 @@ constexpr const char* kUsage = R"(USAGE:
 OPTIONS:
     -e PROGRAM     the program to run
     -o FILE        write the program's output (printf, print, maps) to FILE
-    -f FORMAT      output format: text or json (NDJSON, one message per line)
+    -f FORMAT      output format: text, json (NDJSON, one message per line) or
+                   folded (maps keyed by stacks as folded stacks; other output
+                   to stderr)
     -B MODE        output buffering: line, full or none (accepted; output is flushed per batch of events)
     -q             quiet: do not print "Attached N probes"
     -v             verbose: also print how each probe was attached
@@ -148,18 +150,8 @@ int compile_and_run(Cli& cli) {
   auto ast = lang::parse(lang::Source(cli.filename, cli.program), diags);
   // A tool's user did not write its script: errors are one line each, naming
   // the tool, with the script's location at the end.
-  auto report = [&](const lang::Source& src) {
-    if (cli.tool_name.empty() || cli.debug.size()) {
-      fmt::print(stderr, "{}", diags.render(src));
-      return;
-    }
-    for (const auto& d : diags.all()) {
-      if (d.severity != lang::Severity::Error) continue;
-      fmt::print(stderr, "{}: {}{}\n", cli.tool_name, d.message,
-                 d.located ? fmt::format(" ({})", lang::location(src, d.loc)) : "");
-      for (const auto& h : d.hints) fmt::print(stderr, "{}: HINT: {}\n", cli.tool_name, h);
-    }
-  };
+  if (cli.debug.empty()) cli.run.tool_name = cli.tool_name;
+  auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src, cli.run.tool_name)); };
   if (!ast) {
     report(lang::Source(cli.filename, cli.program));
     return 1;
@@ -247,10 +239,10 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       break;
     case 'o': cli.run.output_file = arg; break;
     case 'f':
-      if (strcmp(arg, "json") == 0) {
-        cli.run.json = true;
-      } else if (strcmp(arg, "text") != 0) {
-        fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", arg);
+      cli.run.json = strcmp(arg, "json") == 0;
+      cli.run.folded = strcmp(arg, "folded") == 0;
+      if (!cli.run.json && !cli.run.folded && strcmp(arg, "text") != 0) {
+        fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json', 'folded'\n", arg);
         return 1;
       }
       break;
@@ -344,7 +336,7 @@ int list_tools() {
   fmt::print("{:<16} {:<60} {}\n", "TOOL", "DESCRIPTION", "STATUS");
   for (const auto& t : tools::all()) {
     std::string err;
-    auto inv = tools::parse_args(t, {}, kToolGlobals, err);
+    auto inv = tools::parse_args(t, tools::sample_args(t), kToolGlobals, err);
     std::string status = "ok";
     if (inv) {
       lang::Diagnostics diags;

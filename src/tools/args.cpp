@@ -27,6 +27,12 @@ std::optional<std::string> check_value(ValueKind kind, const std::vector<std::st
   switch (kind) {
     case ValueKind::Flag: return value;
     case ValueKind::Str: return value;
+    case ValueKind::Probe:
+      if (value.empty() || value.find_first_of(" \t\n{};") != std::string::npos) {
+        why = fmt::format("invalid probe \"{}\"", value);
+        return std::nullopt;
+      }
+      return value.find(':') == std::string::npos ? "kprobe:" + value : value;
     case ValueKind::Int: {
       int64_t v;
       if (!parse_integer(value, v)) {
@@ -99,6 +105,10 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   };
   // Sets option `o` from its value (nullopt for a flag).
   auto set = [&](const OptionSpec& o, std::optional<std::string> value, std::string_view spelled) -> bool {
+    if (o.sets) {
+      inv.globals.push_back(*o.sets);  // for the runtime, not the script
+      return true;
+    }
     if (o.kind == ValueKind::Flag) {
       inv.named_args[o.name] = std::nullopt;
       return true;
@@ -111,6 +121,11 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     }
     inv.named_args[o.name] = *v;
     return true;
+  };
+  auto option = [&](auto matches) -> const OptionSpec* {
+    for (const auto& x : tool.options)
+      if (matches(x)) return &x;
+    return nullptr;
   };
   auto global_named = [&](std::string_view name) -> const GlobalSpec* {
     for (const auto& g : globals)
@@ -128,10 +143,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   // has a -5 option.
   auto is_option_word = [&](const std::string& a) {
     if (a.size() < 2 || a[0] != '-') return false;
-    if (!isdigit(static_cast<unsigned char>(a[1]))) return true;
-    for (const auto& o : tool.options)
-      if (o.letter == a[1]) return true;
-    return false;
+    return !isdigit(static_cast<unsigned char>(a[1])) || option([&](const OptionSpec& o) { return o.letter == a[1]; });
   };
 
   for (size_t i = 0; i < args.size(); ++i) {
@@ -155,10 +167,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
         inv.source = true;
         continue;
       }
-      const OptionSpec* o = nullptr;
-      for (const auto& x : tool.options)
-        if (x.name == name) o = &x;
-      if (o) {
+      if (const OptionSpec* o = option([&](const OptionSpec& x) { return x.name == name; })) {
         if (o->kind == ValueKind::Flag && value) return fail(fmt::format("option '--{}' doesn't allow an argument", name));
         if (o->kind != ValueKind::Flag && !value) {
           if (i + 1 >= args.size()) return fail(fmt::format("option '--{}' requires an argument", name));
@@ -185,9 +194,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
           inv.help = true;
           continue;
         }
-        const OptionSpec* o = nullptr;
-        for (const auto& x : tool.options)
-          if (x.letter == c) o = &x;
+        const OptionSpec* o = option([&](const OptionSpec& x) { return x.letter == c; });
         const GlobalSpec* g = o ? nullptr : global_letter(c);
         if (!o && !g) return fail(fmt::format("invalid option -- '{}'", c));
         bool takes = o ? o->kind != ValueKind::Flag : g->takes_value;
@@ -227,6 +234,15 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   for (const auto& o : tool.options)
     if (o.default_value && !inv.named_args.count(o.name)) inv.named_args[o.name] = *o.default_value;
   return inv;
+}
+
+std::vector<std::string> sample_args(const Tool& tool) {
+  std::vector<std::string> out;
+  for (const auto& a : tool.args) {
+    if (a.default_value) break;
+    out.push_back(a.kind == ValueKind::Int ? "1" : a.kind == ValueKind::Probe ? "tracepoint:syscalls:sys_enter_getpid" : "x");
+  }
+  return out;
 }
 
 std::string synopsis(const Tool& tool) {

@@ -17,8 +17,16 @@ namespace bpfscope::tools {
 // What an option or argument takes. Flag: no value (getopt("name") is true
 // when given). Int: an integer. Str: any text. Ports: comma-separated port
 // numbers 1-65535 (for in_list()). List: comma-separated integers. Choice:
-// one of `choices`.
-enum class ValueKind { Flag, Int, Str, Ports, List, Choice };
+// one of `choices`. Probe: an attach point, for counting tools (funccount
+// 't:net:*'); a bare name without ':' is a kernel function, kprobe:NAME, as
+// bcc's tools read it.
+enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe };
+
+// A global option given on a tool's command line (`-o FILE`, `-f json`...).
+struct GlobalOption {
+  std::string name;  // "o", "f", "dry-run", ...
+  std::optional<std::string> value;
+};
 
 struct OptionSpec {
   char letter = 0;             // 'p' for -p; 0 when the option is long-only
@@ -27,6 +35,9 @@ struct OptionSpec {
   ValueKind kind = ValueKind::Flag;
   std::optional<std::string> default_value;
   std::vector<std::string> choices;  // Choice
+  // A flag declared "(sets -f folded)": giving it applies that global option
+  // (profile's -f prints folded stacks); the script sees no getopt() for it.
+  std::optional<GlobalOption> sets;
   std::string help;
 };
 
@@ -64,10 +75,6 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
 // A command line for a tool, read against its header. Words the tool does not
 // declare are handed back as global options (`-o FILE`, `-f json`, `-q`, ...:
 // the letter or long name and its value) for the caller to apply.
-struct GlobalOption {
-  std::string name;  // "o", "f", "dry-run", ...
-  std::optional<std::string> value;
-};
 
 struct Invocation {
   std::map<std::string, std::optional<std::string>> named_args;  // getopt() options
@@ -76,6 +83,10 @@ struct Invocation {
   bool help = false;    // -h, --help
   bool source = false;  // --source
 };
+
+// Stand-ins for a tool's required arguments (an int 1, a probe on a syscall
+// tracepoint), so that `bpfscope tools` can check that the rest compiles.
+std::vector<std::string> sample_args(const Tool& tool);
 
 // The global options a tool command line may carry, with whether each takes a
 // value: the caller's table, so that both agree.
