@@ -199,14 +199,9 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
       VregId r = b_.alu_imm(AluOp::Bswap, materialize_int(a), at.size * 8);
       return int_val(r, t);
     }
-    case sema::Function::Pton: {
-      // Parsed again here (sema checked it): the bytes are a literal.
-      unsigned char bytes[16];
-      const std::string& text = ast_.expr(e.args[0]).sval;
-      bool v4 = t.size == 4;
-      inet_pton(v4 ? AF_INET : AF_INET6, text.c_str(), bytes);
-      return Val{.reg = kNoVreg, .type = t, .literal = std::string(reinterpret_cast<char*>(bytes), t.size)};
-    }
+    case sema::Function::Pton:
+      // The bytes sema parsed, as a literal.
+      return Val{.reg = kNoVreg, .type = t, .literal = p_.const_strings[static_cast<size_t>(p_.const_of[id].value_or(0))]};
     case sema::Function::Buf: return buf_val(e, t);
     case sema::Function::Macaddr: {
       VregId rec = scratch_ptr(alloc(8));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace bpfscope::lang {
 
 void Diagnostics::error(Loc loc, std::string msg, std::vector<std::string> hints) {
@@ -69,8 +71,10 @@ std::string render(const Source& src, const Diagnostic& d) {
 std::string Diagnostics::render(const Source& src, std::string_view tool) const {
   if (tool.empty()) return render(src);
   std::string out;
+  std::set<std::string_view> said;
   for (const auto& d : diags_) {
-    if (d.severity != Severity::Error) continue;
+    // One line per message: a tool's six probes on a missing library fail alike.
+    if (d.severity != Severity::Error || !said.insert(d.message).second) continue;
     out += fmt::format("{}: {}{}\n", tool, d.message, d.located ? fmt::format(" ({})", location(src, d.loc)) : "");
     for (const auto& h : d.hints) out += fmt::format("{}: HINT: {}\n", tool, h);
   }

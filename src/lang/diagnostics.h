@@ -38,7 +38,8 @@ class Diagnostics {
   std::string render(const Source& src) const;
   // For a packaged tool, whose user did not write the script (`tool` is its
   // name; "" renders as above): each error on one line naming the tool, the
-  // script's location at the end, then its hints; warnings are left out.
+  // script's location at the end, then its hints (a message repeated at
+  // other locations is said once); warnings are left out.
   std::string render(const Source& src, std::string_view tool) const;
 
  private:

@@ -461,15 +461,16 @@ Type Checker::call(ExprId id) {
       return Type::timestamp();
     }
     case Function::Cgroupid: {
-      const Expr& a = ast_.expr(e.args[0]);
-      if (a.kind != ExprKind::String) {
+      // A string known when compiling: a literal, a string getopt(), $1.
+      expr(e.args[0]);
+      const std::optional<std::string> path = const_string(e.args[0]);
+      if (!path) {
         error(e.loc, fmt::format("cgroupid() expects a string literal ({} provided)", provided(e.args[0])));
         return Type::none();
       }
-      expr(e.args[0]);
-      auto cg = cgroup_id_of(a.sval);
+      auto cg = cgroup_id_of(*path);
       if (!cg) {
-        error(e.loc, fmt::format("Failed to get `cgroupid` for path: \"{}\": {}", a.sval, cg.error()));
+        error(e.loc, fmt::format("Failed to get `cgroupid` for path: \"{}\": {}", *path, cg.error()));
         return Type::none();
       }
       out_.const_of[id] = static_cast<int64_t>(*cg);
@@ -626,25 +627,29 @@ bool Checker::unsafe_allowed(const Expr& e) {
 }
 
 // pton("1.2.3.4") / pton("::1"): the address bytes, as uint8[4] or
-// uint8[16], parsed here; lowering writes them as a literal.
+// uint8[16], parsed here (from any string known when compiling: a literal,
+// a string getopt(), $1); lowering writes them as a literal
+// (const_strings[const_of[id]]).
 Type Checker::pton_call(ExprId id) {
   const Expr& e = ast_.expr(id);
-  const Expr& a = ast_.expr(e.args[0]);
-  if (a.kind != ExprKind::String) {
+  expr(e.args[0]);
+  const std::optional<std::string> text = const_string(e.args[0]);
+  if (!text) {
     error(e.loc, fmt::format("pton() expects a string literal ({} provided)", provided(e.args[0])));
     return Type::none();
   }
-  expr(e.args[0]);
   unsigned char bytes[16];
   uint32_t n = 0;
-  if (inet_pton(AF_INET, a.sval.c_str(), bytes) == 1)
+  if (inet_pton(AF_INET, text->c_str(), bytes) == 1)
     n = 4;
-  else if (inet_pton(AF_INET6, a.sval.c_str(), bytes) == 1)
+  else if (inet_pton(AF_INET6, text->c_str(), bytes) == 1)
     n = 16;
   if (!n) {
-    error(e.loc, fmt::format("pton() expects a valid IPv4/IPv6 address, got {}", a.sval));
+    error(e.loc, fmt::format("pton() expects a valid IPv4/IPv6 address, got {}", *text));
     return Type::none();
   }
+  out_.const_of[id] = static_cast<int64_t>(out_.const_strings.size());
+  out_.const_strings.emplace_back(reinterpret_cast<char*>(bytes), n);
   return Type::array(Type::integer(1, false), n);
 }
 
@@ -824,7 +829,7 @@ Type Checker::getopt_call(ExprId id) {
 
 // The value of an expression sema knows as a string at compile time (after
 // expr() typed it): a string literal, a string getopt(), a positional
-// parameter (its text, even when it reads as an integer).
+// parameter (its text, even when it reads as an integer), str($N).
 std::optional<std::string> Checker::const_string(ExprId id) const {
   const Expr& e = ast_.expr(id);
   switch (e.kind) {
@@ -835,6 +840,10 @@ std::optional<std::string> Checker::const_string(ExprId id) const {
     case ExprKind::Call:
       if (out_.function_of[id] == Function::Getopt && out_.type_of(id).is_string() && out_.const_of[id])
         return out_.const_strings[static_cast<size_t>(*out_.const_of[id])];
+      // str($1): the positional parameter's text.
+      if (out_.function_of[id] == Function::Str && e.args.size() == 1 &&
+          ast_.expr(e.args[0]).kind == ExprKind::Positional)
+        return const_string(e.args[0]);
       return std::nullopt;
     default: return std::nullopt;
   }

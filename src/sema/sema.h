@@ -198,7 +198,7 @@ struct TypedProgram {
   std::vector<std::string> strftime_formats;  // by the index a Timestamp value carries
   // getopt(): the named options after `--` (`--n=5` gives "5", a bare `--flag`
   // nullopt), the names the program asks for, and the string values (by the
-  // index const_of holds for a string getopt()).
+  // index const_of holds for a string getopt(); also pton()'s bytes).
   std::map<std::string, std::optional<std::string>> named_args;
   std::set<std::string> getopt_names;
   std::vector<std::string> const_strings;

@@ -91,3 +91,10 @@ class UdpSink:
         self.proc.kill()
         self.proc.wait()
         self.proc.stdout.close()
+
+
+def tx_packets(pair, side):
+    """The packets side's veth has sent, from `ip -s link`."""
+    out = pair.run(side, ["ip", "-s", "link", "show", pair.dev[side]], capture_output=True, text=True,
+                   check=True).stdout
+    return int(re.search(r"TX:.*\n\s*\d+\s+(\d+)", out).group(1))

@@ -3,10 +3,11 @@ getaddrinfo, gethostbyname and gethostbyname2 calls of a process of its own
 command name, and the same lookups under libbpf-tools' twin."""
 import ctypes
 import os
+import subprocess
 import unittest
 
 from socktraffic import Actor
-from toolrun import mount_tracefs, run_tool, start_twin
+from toolrun import BPFSCOPE, mount_tracefs, run_tool, start_twin
 
 HEADER = ["TIME", "PID", "COMM", "LATms", "HOST"]
 # Names in /etc/hosts here; "localhost" is everywhere.
@@ -45,6 +46,17 @@ class GethostlatencyTest(unittest.TestCase):
             self.assertRegex(r[0], r"^\d\d:\d\d:\d\d$")
             self.assertRegex(r[3], r"^\d+\.\d{3}$")
             self.assertLess(float(r[3]), 1000.0)
+
+    def test_libc_by_path(self):
+        # -l names the library by path (the one this Python uses here).
+        libc = os.path.realpath("/lib/x86_64-linux-gnu/libc.so.6")
+        run, actor = self.lookups(lambda a: ["-l", libc, "-p", str(a.pid)])
+        self.assertEqual(len([l for l in run.lines[1:] if actor.comm in l]), 5, run)
+        p = subprocess.run([BPFSCOPE, "gethostlatency", "-l", "/nonexistent/libc.so.6"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p)
+        self.assertEqual(p.stderr.splitlines(), [
+            "gethostlatency: binary or library not found: /nonexistent/libc.so.6 (tools/gethostlatency.bt:10:1-22)"], p)
 
     def test_pid_filter_and_json(self):
         run, actor = self.lookups(lambda a: ["-p", str(a.pid), "-f", "json"])

@@ -2,21 +2,14 @@
 traced on one veth (-d): the datagrams land in the buckets their sizes give,
 on send (with the Ethernet header) and on receive (without it), and a TCP
 stream's GSO packets show segments of the MSS (-g)."""
-import re
 import subprocess
 import unittest
 
-from histrun import UdpSink, json_hists, text_hists, total, udp_send
+from histrun import UdpSink, json_hists, text_hists, total, tx_packets, udp_send
 from toolrun import NetnsPair, mount_tracefs, run_tool, tcp_session
 
 N_OUT, OUT = 30, 1000  # a -> b: 1042-byte frames
 N_IN, IN = 20, 200     # b -> a: 228 bytes once the Ethernet header is pulled
-
-
-def tx_packets(pair, side):
-    out = pair.run(side, ["ip", "-s", "link", "show", pair.dev[side]], capture_output=True, text=True,
-                   check=True).stdout
-    return int(re.search(r"TX:.*\n\s*\d+\s+(\d+)", out).group(1))
 
 
 class NetsizeTest(unittest.TestCase):

@@ -2,20 +2,13 @@
 packets in a veth's histogram equal what the device sent (ip -s link), from
 the driver call (default) or from the queue (-Q), and pings' requests reach
 their release (-c)."""
-import re
 import subprocess
 import unittest
 
-from histrun import UdpSink, json_hists, text_hists, total, udp_send
+from histrun import UdpSink, json_hists, text_hists, total, tx_packets, udp_send
 from toolrun import NetnsPair, mount_tracefs, run_tool
 
 N_OUT, N_IN, PINGS = 30, 20, 10
-
-
-def tx_packets(pair, side):
-    out = pair.run(side, ["ip", "-s", "link", "show", pair.dev[side]], capture_output=True, text=True,
-                   check=True).stdout
-    return int(re.search(r"TX:.*\n\s*\d+\s+(\d+)", out).group(1))
 
 
 class NettxlatTest(unittest.TestCase):

@@ -55,6 +55,19 @@ class TcprttTest(unittest.TestCase):
         self.assertTrue(any(l.startswith("@avg: ") for l in run.lines), run)
         self.assertEqual(other.lines, ["Tracing TCP RTT... Hit Ctrl-C to end."], other)
 
+    def test_address_filters(self):
+        # The server is A; the connections' segments are received at both ends.
+        with NetnsPair("rtta") as pair:
+            def count(args):
+                run = run_tool(["tcprtt", "-f", "json", "-P", "5815"] + args,
+                               lambda: tcp_session(pair, "a", pair.addr4["a"], 5815, 300000, 10))
+                self.assertEqual(run.rc, 0, run)
+                return sum(b["count"] for l in run.lines if '"hist"' in l for b in json.loads(l)["data"]["@usecs"])
+            self.assertGreater(count(["-A", pair.addr4["a"]]), 0)
+            self.assertGreater(count(["-a", pair.addr4["b"]]), 0)
+            self.assertEqual(count(["-A", pair.addr4["b"]]), 0)
+            self.assertEqual(count(["-a", "10.255.255.1"]), 0)
+
     def test_milliseconds_json_and_duration(self):
         with NetnsPair("rttj") as pair:
             run = run_tool(["tcprtt", "-f", "json", "-m", "-P", "5814", "-d", "1"],
