@@ -13,9 +13,11 @@ class LoopDev:
     """A loop device over a sparse file of `mb` MiB in a fresh temporary
     directory: `path` is /dev/loopN, `name` loopN. With `full_after_kb` the
     directory is a tmpfs of that size, so that writes past it fail with
-    ENOSPC (the loop driver completes those requests with an error)."""
+    ENOSPC (the loop driver completes those requests with an error). The
+    I/O scheduler is set every time (a loop device keeps the one a test set
+    before it was detached)."""
 
-    def __init__(self, mb=64, full_after_kb=0, scheduler=None):
+    def __init__(self, mb=64, full_after_kb=0, scheduler="none"):
         self.mb, self.full_after_kb, self.scheduler = mb, full_after_kb, scheduler
         self.dir = self.path = None
         self.mounted = False
@@ -36,13 +38,12 @@ class LoopDev:
             self.__exit__(None, None, None)
             raise
         self.name = os.path.basename(self.path)
-        if self.scheduler:
-            try:
-                with open("/sys/block/%s/queue/scheduler" % self.name, "w") as f:
-                    f.write(self.scheduler)
-            except Exception:
-                self.__exit__(None, None, None)
-                raise
+        try:
+            with open("/sys/block/%s/queue/scheduler" % self.name, "w") as f:
+                f.write(self.scheduler)
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def devno(self):

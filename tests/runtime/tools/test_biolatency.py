@@ -45,9 +45,7 @@ class BiolatencyTest(unittest.TestCase):
                                "disk = %s, flags = Sync-Read" % dev.name: READS}, run)
 
     def test_queued_with_a_scheduler(self):
-        with LoopDev() as dev:
-            with open("/sys/block/%s/queue/scheduler" % dev.name, "w") as f:
-                f.write("mq-deadline")
+        with LoopDev(scheduler="mq-deadline") as dev:
             run = run_tool(["biolatency", "-Q", "-D", "-d", dev.name], lambda: self.io(dev))
         self.assertEqual(run.rc, 0, run)
         hists = text_hists(run.lines)
