@@ -122,6 +122,11 @@ void Lowerer::stmt(StmtId id) {
       return;
     }
     case StmtKind::If: {
+      // Sema decided the condition and checked only the branch taken.
+      if (auto it = p_.known_if.find(id); it != p_.known_if.end()) {
+        block(it->second ? s.body : s.else_body);
+        return;
+      }
       BlockId then_b = b_.new_block(), else_b = b_.new_block(), join = b_.new_block();
       cond(s.expr, then_b, else_b);
       b_.set_block(then_b);

@@ -111,6 +111,35 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
       b_.set_block(join);
       return int_val(out, t);
     }
+    case sema::Function::Strcat: {
+      // Each string is copied (bpf_probe_read_kernel_str) where the one
+      // before it ended. A branch the program never takes bounds that
+      // position, so that the verifier knows each copy stays in the result.
+      VregId out = scratch_ptr(alloc(t.size));
+      zero(out, 0, t.size);
+      VregId pos = b_.imm(0);
+      int64_t bound = 0;
+      BlockId done = b_.new_block();
+      for (ExprId a : e.args) {
+        Val s = addressable(expr(a));
+        const uint32_t cap = p_.type_of(a).size;
+        BlockId copy = b_.new_block(), advance = b_.new_block(), next = b_.new_block();
+        b_.branch_imm(ir::Cond::Gt, pos, bound, done, copy);
+        b_.set_block(copy);
+        VregId n = b_.call(BPF_FUNC_probe_read_kernel_str, {b_.alu(AluOp::Add, out, pos), b_.imm(cap), s.reg});
+        b_.branch_imm(ir::Cond::SLe, n, 0, next, advance);
+        b_.set_block(advance);
+        // n counts the NUL, which the next string overwrites.
+        b_.alu_to(pos, AluOp::Add, pos, n);
+        b_.mov_to(pos, b_.alu_imm(AluOp::Sub, pos, 1));
+        b_.jump(next);
+        b_.set_block(next);
+        bound += cap - 1;
+      }
+      b_.jump(done);
+      b_.set_block(done);
+      return Val{.reg = out, .type = t};
+    }
     case sema::Function::Ntop: {
       // [u64 family, with a port: | port << 32 | 1 << 48][16 address bytes]
       uint32_t off = alloc(24);

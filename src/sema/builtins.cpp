@@ -90,8 +90,9 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "path", .id = Function::Path, .min_args = 1, .max_args = 2},
     FunctionRow{.name = "override", .id = Function::Override, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "in_list", .id = Function::InList, .min_args = 2, .max_args = 2},
+    FunctionRow{.name = "strcat", .id = Function::Strcat, .min_args = 1, .max_args = 32},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::InList) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::Strcat) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -180,7 +181,8 @@ bool is_aggregation(Function f) {
     case Function::CgroupPath:
     case Function::Path:
     case Function::Override:
-    case Function::InList: return false;
+    case Function::InList:
+    case Function::Strcat: return false;
   }
   std::unreachable();
 }

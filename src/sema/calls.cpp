@@ -288,6 +288,24 @@ Type Checker::call(ExprId id) {
       }
       return Type::integer(8, true);
     }
+    case Function::Strcat: {
+      // strcat(a, b, ...) (a bpfscope extension): a new string holding the
+      // strings one after the other, as long as all of them together.
+      uint64_t size = 1;
+      for (ExprId a : e.args) {
+        Type t = expr(a);
+        if (!t.is_string()) {
+          error(ast_.expr(a).loc, fmt::format("strcat() joins strings ({} provided)", t.name()));
+          return Type::none();
+        }
+        size += t.size - 1;
+      }
+      if (size > out_.config.max_strlen) {
+        error(e.loc, fmt::format("strcat(): the strings may be longer than max_strlen ({}) together", out_.config.max_strlen));
+        return Type::none();
+      }
+      return Type::string(static_cast<uint32_t>(size));
+    }
     case Function::Strlen: {
       if (!expr(e.args[0]).is_string()) {
         error(ast_.expr(e.args[0]).loc, "strlen() expects a string");

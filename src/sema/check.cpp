@@ -132,6 +132,13 @@ void Checker::stmt(StmtId id) {
     case StmtKind::If: {
       Type c = expr(s.expr);
       if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
+      // A branch that cannot run is not checked (so that a tool may give a
+      // map another key shape under another option).
+      if (auto known = known_condition(s.expr)) {
+        out_.known_if[id] = *known;
+        block(*known ? s.body : s.else_body);
+        return;
+      }
       block(s.body);
       block(s.else_body);
       return;
@@ -457,6 +464,78 @@ std::optional<int64_t> Checker::constant(ExprId id) {
   return std::nullopt;
 }
 
+// The names of the maps that a branch removed by known_if names.
+static void maps_in_expr(const lang::Program& program, ExprId id, std::set<std::string>& out) {
+  if (id == kNone) return;
+  const Expr& e = program.expr(id);
+  if (e.kind == ExprKind::Map) out.insert(e.name);
+  for (ExprId a : e.args) maps_in_expr(program, a, out);
+}
+
+static void maps_in_stmts(const lang::Program& program, const std::vector<StmtId>& body, std::set<std::string>& out) {
+  for (StmtId id : body) {
+    const Stmt& s = program.stmt(id);
+    for (ExprId e : {s.expr, s.range_end, s.target, s.value}) maps_in_expr(program, e, out);
+    maps_in_stmts(program, s.body, out);
+    maps_in_stmts(program, s.else_body, out);
+  }
+}
+
+static std::set<std::string> maps_in_pruned_branches(const lang::Program& program, const std::map<StmtId, bool>& known_if) {
+  std::set<std::string> out;
+  for (const auto& [id, taken] : known_if) {
+    const Stmt& s = program.stmt(id);
+    maps_in_stmts(program, taken ? s.else_body : s.body, out);
+  }
+  return out;
+}
+
+// A map named only in branches the command line removed (known_if), as the
+// final pass sees them: its other uses (qdisclat clears @msecs without -m)
+// get a map that stays empty.
+bool Checker::pruned_map(const std::string& name) {
+  if (!final_) return false;
+  if (!pruned_) pruned_ = maps_in_pruned_branches(ast_, out_.known_if);
+  return pruned_->count(name) > 0;
+}
+
+std::vector<MapInfo>::iterator Checker::empty_map(const std::string& name, const Type& key, lang::Loc loc) {
+  MapInfo m;
+  m.name = name;
+  m.keyed = true;
+  m.key = key;
+  m.value = Type::integer(8, true);
+  m.first_use = loc;
+  out_.maps.push_back(std::move(m));
+  return out_.maps.end() - 1;
+}
+
+// The value of a typed condition when the command line decides it: a
+// getopt() flag or integer, == and != of known strings, and !, &&, || of
+// those (the right side of && and || only where the left one is known, as it
+// may have effects). Literals (if (1)) are left to the lowering: their
+// branches are still checked.
+std::optional<bool> Checker::known_condition(ExprId id) const {
+  const Expr& e = ast_.expr(id);
+  if (e.kind == ExprKind::Unary && e.op == Op::LNot) {
+    auto v = known_condition(e.args[0]);
+    return v ? std::optional<bool>(!*v) : std::nullopt;
+  }
+  if (e.kind == ExprKind::Binary && (e.op == Op::LAnd || e.op == Op::LOr)) {
+    const bool decides = e.op == Op::LOr;  // the left value that decides alone
+    auto a = known_condition(e.args[0]);
+    if (!a) return std::nullopt;
+    if (*a == decides) return decides;
+    return known_condition(e.args[1]);
+  }
+  // A string getopt()'s const_of is an index into const_strings.
+  if (!out_.type_of(id).is_int() || !out_.const_of[id]) return std::nullopt;
+  const bool option = e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt;
+  const bool strings = e.kind == ExprKind::Binary && (e.op == Op::Eq || e.op == Op::Ne);
+  if (!option && !strings) return std::nullopt;
+  return *out_.const_of[id] != 0;
+}
+
 // Finds (or, when assigning, creates) the map named by a Map expression and
 // checks its key.
 MapInfo* Checker::map_for(ExprId id, bool create) {
@@ -489,12 +568,14 @@ MapInfo* Checker::map_for(ExprId id, bool create) {
   }
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == e.name; });
   if (it == out_.maps.end()) {
-    if (!create) return nullptr;
+    const bool empty = !create && pruned_map(e.name);
+    if (!create && !empty) return nullptr;
     MapInfo m;
     m.name = e.name;
     m.keyed = !e.args.empty();
     m.key = key;
     m.first_use = e.loc;
+    if (empty) m.value = Type::integer(8, true);
     out_.maps.push_back(std::move(m));
     it = out_.maps.end() - 1;
   } else {
@@ -524,6 +605,7 @@ MapInfo* Checker::map_for(ExprId id, bool create) {
 MapInfo* Checker::whole_map(ExprId id) {
   const Expr& e = ast_.expr(id);
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == e.name; });
+  if (it == out_.maps.end() && pruned_map(e.name)) it = empty_map(e.name, Type::integer(8, true), e.loc);
   if (it == out_.maps.end()) {
     if (final_) error(e.loc, fmt::format("Undefined map: {}", e.name));
     return nullptr;
@@ -538,6 +620,7 @@ MapInfo* Checker::whole_map(ExprId id) {
 bool Checker::map_and_key(ExprId map_id, ExprId key_id) {
   const Expr& a = ast_.expr(map_id);
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
+  if (it == out_.maps.end() && pruned_map(a.name)) it = empty_map(a.name, expr(key_id), a.loc);
   if (it == out_.maps.end()) {
     error(a.loc, fmt::format("Undefined map: {}", a.name));
     return false;

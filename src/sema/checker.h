@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,6 +87,9 @@ class Checker {
   void aggregate(ExprId target_id, ExprId call_id, Function f);
 
   std::optional<int64_t> constant(ExprId id);
+  std::optional<bool> known_condition(ExprId id) const;
+  bool pruned_map(const std::string& name);
+  std::vector<MapInfo>::iterator empty_map(const std::string& name, const Type& key, lang::Loc loc);
 
   MapInfo* map_for(ExprId id, bool create);
 
@@ -170,6 +174,7 @@ class Checker {
   uint32_t probe_index_ = 0;
   int loop_depth_ = 0;
   std::vector<std::map<std::string, int32_t>> scopes_;
+  std::optional<std::set<std::string>> pruned_;  // pruned_map(): the maps of removed branches
 };
 
 }  // namespace bpfscope::sema::detail

@@ -101,7 +101,7 @@ enum class Function {
   Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
   Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len, Kaddr,
   Strcontains, Strstr, Strerror, SyscallName, SignalName, Errorf, Warnf, Memcmp, Getopt,
-  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override, InList,
+  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override, InList, Strcat,
 };
 
 bool is_aggregation(Function f);
@@ -182,6 +182,10 @@ struct TypedProgram {
   std::vector<std::optional<int64_t>> const_of;
   std::map<lang::ExprId, std::vector<UaddrSite>> uaddr_of;  // uaddr() calls: one site per attach target
   std::map<lang::ExprId, std::vector<int64_t>> in_list_of;  // in_list() calls: the listed integers
+  // if statements whose condition the command line decides (getopt() flags
+  // and integers, compares of known strings, and !, &&, || of them): the
+  // branch taken. Only that branch is checked and lowered.
+  std::map<lang::StmtId, bool> known_if;
   // vmlinux BTF, loaded on first use (casts, curtask, enum constants); for
   // sema and lowering, and for printing enum values by name (main releases
   // it before the load when nothing prints an enum).

@@ -1,0 +1,50 @@
+"""bioerr on a loop device over a file in a tmpfs too small for it: direct
+writes past the tmpfs's size fail with ENOSPC, and bioerr prints one line
+per failed request with the device's numbers, sector, size and errno."""
+import errno
+import unittest
+
+from blockio import LoopDev
+from toolrun import mount_tracefs, run_tool
+
+HEADER = "TIME     DEVICE  FLAGS SECTOR     BYTES    ERR MESSAGE"
+
+
+class BioerrTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def fill(self, dev):
+        # 1 MiB fits (blocks 0-255); the 20 writes after it fail.
+        self.failed = dev.failed_io(range(276), bs=4096, write=True)
+
+    def test_one_line_per_error(self):
+        with LoopDev(mb=8, full_after_kb=1024) as dev:
+            run = run_tool(["bioerr"], lambda: self.fill(dev))
+            maj, mnr = dev.devno()
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[1], HEADER)
+        self.assertTrue(self.failed)
+        self.assertTrue(all(e == errno.ENOSPC for _, e in self.failed), self.failed)
+        dev_col = "%d,%d" % (maj, mnr)
+        rows = [l.split(None, 6) for l in run.lines[2:] if l.split()[1:2] == [dev_col]]
+        want = [[dev_col, "WS", str(8 * off), "4096", "-28", "No space left on device"] for off, _ in self.failed]
+        self.assertEqual([r[1:] for r in rows], want, run)
+        for r in rows:
+            self.assertRegex(r[0], r"^\d\d:\d\d:\d\d$")
+
+    def test_json(self):
+        with LoopDev(mb=8, full_after_kb=1024) as dev:
+            run = run_tool(["-f", "json", "bioerr"], lambda: self.fill(dev))
+            maj, mnr = dev.devno()
+        self.assertEqual(run.rc, 0, run)
+        events = [m["data"] for m in run.json("event") if (m["data"]["major"], m["data"]["minor"]) == (maj, mnr)]
+        self.assertEqual(len(events), len(self.failed), run)
+        for e, (off, _) in zip(events, self.failed):
+            self.assertEqual(list(e), ["time", "major", "minor", "flags", "sector", "bytes", "error", "message"])
+            self.assertEqual((e["sector"], e["bytes"], e["error"]), (8 * off, 4096, -errno.ENOSPC))
+
+
+if __name__ == "__main__":
+    unittest.main()
