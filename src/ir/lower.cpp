@@ -122,6 +122,11 @@ void Lowerer::stmt(StmtId id) {
       return;
     }
     case StmtKind::If: {
+      // Sema knew the condition (a getopt() flag) and checked only this branch.
+      if (const auto known = p_.const_of[s.expr]) {
+        block(*known ? s.body : s.else_body);
+        return;
+      }
       BlockId then_b = b_.new_block(), else_b = b_.new_block(), join = b_.new_block();
       cond(s.expr, then_b, else_b);
       b_.set_block(then_b);

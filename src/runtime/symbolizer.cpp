@@ -14,16 +14,23 @@
 namespace bpfscope::runtime {
 
 std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const {
-  if (id < 0) return "\n";  // the kernel could not take the stack (bpf_get_stackid failed)
+  const bool bcc = mode == sema::StackMode::Bcc;
+  // the kernel could not take the stack (bpf_get_stackid failed)
+  if (id < 0) return bcc ? "" : "\n";
   if (mode == sema::StackMode::BuildId) return build_id_stack(id, limit);
   uint64_t frames[ir::kMaxStackFrames] = {};
   uint32_t key = static_cast<uint32_t>(id);
-  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return "\n";
-  std::string out = "\n";
+  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return bcc ? "" : "\n";
+  std::string out = bcc ? "" : "\n";
   for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit && frames[i] != 0; ++i) {
     uint64_t addr = frames[i];
     if (mode == sema::StackMode::Raw) {
       out += fmt::format("{:x}\n", addr);
+      continue;
+    }
+    if (bcc) {
+      out += fmt::format("    {}\n", user ? user_frame(pid, addr, false)
+                                          : kernel_.name(addr).value_or(symbols::hex_address(addr)));
       continue;
     }
     std::string path;

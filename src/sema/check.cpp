@@ -132,6 +132,14 @@ void Checker::stmt(StmtId id) {
     case StmtKind::If: {
       Type c = expr(s.expr);
       if (!valid_condition(c)) error(ast_.expr(s.expr).loc, "Invalid condition in if(): " + c.name());
+      // A condition known now (a getopt() flag): only the branch taken is
+      // checked and compiled, so that a tool's options may give one map
+      // different keys (`if (getopt("pids")) { @usecs[pid] = hist(x); }
+      // else { @usecs = hist(x); }`).
+      if (auto known = known_condition(s.expr)) {
+        block(*known ? s.body : s.else_body);
+        return;
+      }
       block(s.body);
       block(s.else_body);
       return;
@@ -454,6 +462,22 @@ std::optional<int64_t> Checker::constant(ExprId id) {
     if (v) return -*v;
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
+  return std::nullopt;
+}
+
+// The value of an if() condition known when compiling (after expr() typed
+// it), which the lowering then takes as the branch to compile (const_of): an
+// integer or bool getopt(), == or != of two constant strings, and `!` of
+// these.
+std::optional<int64_t> Checker::known_condition(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  if (e.kind == ExprKind::Unary && e.op == Op::LNot) {
+    if (auto v = known_condition(e.args[0])) out_.const_of[id] = *v == 0;
+    return out_.const_of[id];
+  }
+  if (e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt && out_.expr_types[id].is_int())
+    return out_.const_of[id];
+  if (e.kind == ExprKind::Binary && (e.op == Op::Eq || e.op == Op::Ne)) return out_.const_of[id];
   return std::nullopt;
 }
 
@@ -1165,9 +1189,10 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
 
   // Resolve every attach point first: wildcards, formats, periods.
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
+  std::set<std::string> attach_getopts;  // getopt("NAME") in attach points
   for (size_t i = 0; i < program.probes.size(); ++i) {
     for (const auto& ap : program.probes[i].points) {
-      auto text = expand_positionals(ap.text, options.positional);
+      auto text = expand_positionals(ap.text, options.positional, options.named_args, &attach_getopts);
       if (!text) {
         diags.error(ap.loc, text.error());
         continue;
@@ -1224,6 +1249,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   if (diags.has_errors()) return std::nullopt;
+  out.getopt_names.insert(attach_getopts.begin(), attach_getopts.end());
   for (const auto& [name, value] : out.named_args) {
     if (!out.getopt_names.count(name)) {
       diags.error_unlocated(fmt::format("Unexpected named argument: --{} (the program has no getopt(\"{}\"))", name, name));

@@ -86,6 +86,7 @@ class Checker {
   void aggregate(ExprId target_id, ExprId call_id, Function f);
 
   std::optional<int64_t> constant(ExprId id);
+  std::optional<int64_t> known_condition(ExprId id);
 
   MapInfo* map_for(ExprId id, bool create);
 
