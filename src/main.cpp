@@ -43,7 +43,9 @@ constexpr const char* kUsage = R"(USAGE:
 OPTIONS:
     -e PROGRAM     the program to run
     -o FILE        write the program's output (printf, print, maps) to FILE
-    -f FORMAT      output format: text or json (NDJSON, one message per line)
+    -f FORMAT      output format: text, json (NDJSON, one message per line) or
+                   folded (maps keyed by stacks as folded stacks; other output
+                   to stderr)
     -B MODE        output buffering: line, full or none (accepted; output is flushed per batch of events)
     -q             quiet: do not print "Attached N probes"
     -v             verbose: also print how each probe was attached
@@ -247,10 +249,10 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       break;
     case 'o': cli.run.output_file = arg; break;
     case 'f':
-      if (strcmp(arg, "json") == 0) {
-        cli.run.json = true;
-      } else if (strcmp(arg, "text") != 0) {
-        fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json'\n", arg);
+      cli.run.json = strcmp(arg, "json") == 0;
+      cli.run.folded = strcmp(arg, "folded") == 0;
+      if (!cli.run.json && !cli.run.folded && strcmp(arg, "text") != 0) {
+        fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json', 'folded'\n", arg);
         return 1;
       }
       break;

@@ -118,6 +118,12 @@ struct Loaded {
 
 std::expected<Loaded, LoadError> load_program(const ProgramSpec& spec);
 
+// How many times the kernel skipped the program because a BPF program was
+// already running on that CPU (bpf_prog_info.recursion_misses: a tracepoint
+// that fires in an interrupt while a tracepoint program runs, for one); 0
+// when the kernel does not say.
+uint64_t recursion_misses(int prog_fd);
+
 // Runs a program once with BPF_PROG_TEST_RUN (used for BEGIN/END, loaded as
 // BPF_PROG_TYPE_RAW_TRACEPOINT). Returns the program's return value.
 Result<uint32_t> run_once(int prog_fd);

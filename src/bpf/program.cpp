@@ -110,6 +110,13 @@ std::expected<Loaded, LoadError> load_program(const ProgramSpec& spec) {
   return std::unexpected(LoadError{err, std::move(again.log)});
 }
 
+uint64_t recursion_misses(int prog_fd) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0) return 0;
+  return info.recursion_misses;
+}
+
 Result<uint32_t> run_once(int prog_fd) {
   LIBBPF_OPTS(bpf_test_run_opts, opts);
   int r = bpf_prog_test_run_opts(prog_fd, &opts);

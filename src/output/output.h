@@ -30,6 +30,11 @@ struct Value {
   std::vector<std::string> names;  // Tuple: a record's field names, one per elem (empty: a plain tuple)
   bool pointer = false;  // UInt holding an address: text prints it as hex (0x32), JSON as a number
   bool is_enum = false;  // Int/UInt of an enum with a name for it in `s`: text prints the name, JSON the number
+  // A String holding a stack as its mode prints it (`s`) also carries the
+  // stack's frames, innermost first, as function names without offsets
+  // (`elems`), for folded output and flame graphs.
+  enum class StackOf : uint8_t { None, Kernel, User };
+  StackOf stack = StackOf::None;
 
   // The integer as int64 bits, whatever its kind (0 for strings, tuples,
   // none; a Float truncated toward zero, saturated at the int64 range).
@@ -63,6 +68,12 @@ struct Value {
   }
   static Value of_array(std::vector<Value> v) { Value x; x.kind = Kind::Array; x.elems = std::move(v); return x; }
   static Value of_buffer(std::string bytes) { Value x; x.kind = Kind::Buffer; x.s = std::move(bytes); return x; }
+  static Value of_stack(StackOf of, std::string text, std::vector<std::string> frames) {
+    Value x = of_string(std::move(text));
+    x.stack = of;
+    for (auto& f : frames) x.elems.push_back(of_string(std::move(f)));
+    return x;
+  }
 };
 
 // Text of a value as bpftrace prints it with print() and in map values:
@@ -138,6 +149,15 @@ struct TableDivisor {
 struct Table {
   std::vector<std::vector<Value>> rows;  // the key's fields, then one value per map
 };
+
+// Folded stacks (-f folded): whether a map's keys hold a kernel or user
+// stack (a count, sum, avg, min, max or plain map), and its entries as
+// "base;frames;leaf count" lines: the other key fields (comm, pid...) first,
+// then the user stack and the kernel stack above it, root first, kernel
+// frames marked "_[k]" when a key has both; entries that fold to the same
+// line are summed, lines sorted.
+bool is_foldable(const MapSnapshot& map);
+std::string folded_text(const MapSnapshot& map);
 
 // printf: the format is parsed once (at compile time, by sema, to check the
 // argument count and types) and applied in user space to each event.

@@ -25,8 +25,7 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
       std::memcpy(&pid, p + 8, 8);
       if (!resolver) return output::Value::of_string("");
       if (t.kind == sema::TypeKind::Stack)
-        return output::Value::of_string(resolver->stack(t.user, static_cast<int64_t>(first), static_cast<uint32_t>(pid), t.size,
-                                                          t.stack_mode));
+        return resolver->stack(t.user, static_cast<int64_t>(first), static_cast<uint32_t>(pid), t.size, t.stack_mode);
       return output::Value::of_string(resolver->symbol(t.user, first, static_cast<uint32_t>(pid)));
     }
     case sema::TypeKind::Inet: {

@@ -15,8 +15,9 @@ namespace bpfscope::runtime {
 class Resolver {
  public:
   virtual ~Resolver() = default;
-  // bpftrace's layout: "\n" then one "        sym+off\n" line per frame.
-  virtual std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const = 0;
+  // A stack value (output::Value::of_stack): its text in bpftrace's layout,
+  // "\n" then one "        sym+off\n" line per frame, and its frames.
+  virtual output::Value stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const = 0;
   virtual std::string symbol(bool user, uint64_t addr, uint32_t pid) const = 0;
   // strftime(): format `format` (an index into the program's formats) of a
   // boot-clock time.

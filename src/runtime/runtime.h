@@ -29,6 +29,9 @@ struct Options {
   std::string output_file;   // -o: script output goes there
   bool quiet = false;        // -q
   bool json = false;         // -f json: NDJSON messages (REFERENCE.md 6.8)
+  // -f folded: maps keyed by stacks print as folded stacks on the output;
+  // all other output goes to stderr as text, so the output is folded only.
+  bool folded = false;
   bool verbose = false;      // -v
   bool no_warnings = false;  // --no-warnings: warnf() prints nothing
   bool dry_run = false;      // --dry-run: load, do not attach or run

@@ -104,7 +104,7 @@ class ValueNames : public Resolver {
   ValueNames(const Symbolizer& symbols, const std::vector<std::string>& formats, const bpf::Btf* btf)
       : symbols_(symbols), formats_(formats), btf_(btf), offset_(boot_to_realtime_ns()) {}
 
-  std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override {
+  output::Value stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override {
     return symbols_.stack(user, id, pid, limit, mode);
   }
   std::string symbol(bool user, uint64_t addr, uint32_t pid) const override { return symbols_.symbol(user, addr, pid); }
@@ -254,7 +254,7 @@ class Session {
     for (auto& [cpu, line] : lines_) end_line(line);
     report_lost(true);
     report_failed_updates();
-    if (!o_.json && o_.gap_before_maps) fmt::print(out_, "\n\n");
+    if (!o_.json && o_.gap_before_maps) write_out("\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
     if (child_pid_ > 0 && !child_reaped_) {
@@ -590,7 +590,18 @@ class Session {
       for (auto& [cpu, line] : lines_) end_line(line);
     write_out(s);
   }
-  void write_out(std::string_view s) { fwrite(s.data(), 1, s.size(), out_); }
+  // With -f folded only folded stacks go to the output; the rest is text on
+  // stderr.
+  void write_out(std::string_view s) { fwrite(s.data(), 1, s.size(), o_.folded ? stderr : out_); }
+
+  void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div) {
+    if (o_.folded && output::is_foldable(snap)) {
+      const std::string text = output::folded_text(snap);
+      fwrite(text.data(), 1, text.size(), out_);
+      return;
+    }
+    emit_out(o_.json ? output::json_map(snap, top, div) : output::map_text(snap, top, div, o_.hist_layout));
+  }
 
   // A line printed in pieces (printf formats that do not end in a newline,
   // for optional columns) is put together per CPU (a probe runs on one CPU
@@ -664,7 +675,7 @@ class Session {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
-        emit_out(o_.json ? output::json_map(snap, args[0].u, args[1].u) : output::map_text(snap, args[0].u, args[1].u, o_.hist_layout));
+        emit_map(snap, args[0].u, args[1].u);
         break;
       }
       case sema::ActionKind::Table: {
@@ -794,6 +805,18 @@ class Session {
       lost_reported_ = total;
     }
     if (final && total > 0) fmt::print(stderr, "WARNING: Total lost event count: {}\n", total);
+    if (final) {
+      // Firings the kernel skipped: the probe fired while a BPF program was
+      // running on that CPU (an interrupt during a tracepoint program).
+      uint64_t missed = 0;
+      for (const auto& fd : prog_fds_)
+        if (fd.get() >= 0) missed += bpf::recursion_misses(fd.get());
+      for (const auto& fds : target_fds_)
+        for (const auto& fd : fds) missed += bpf::recursion_misses(fd.get());
+      if (missed > 0)
+        fmt::print(stderr, "WARNING: {} probe firing{} missed: the kernel skips a BPF program that fires while another "
+                   "runs on the same CPU\n", missed, missed == 1 ? " was" : "s were");
+    }
   }
 
   void loop(int watch_pid) {
@@ -845,8 +868,7 @@ class Session {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
-      auto snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
-      emit_out(o_.json ? output::json_map(snap) : output::map_text(snap, 0, 0, o_.hist_layout));
+      emit_map(read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get()), 0, 0);
     }
   }
 

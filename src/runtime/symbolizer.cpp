@@ -13,24 +13,28 @@
 
 namespace bpfscope::runtime {
 
-std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const {
+output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const {
+  const auto of = user ? output::Value::StackOf::User : output::Value::StackOf::Kernel;
+  // bcc's layout: "    name" lines, no leading newline (an empty stack is empty).
   const bool bcc = mode == sema::StackMode::Bcc;
-  // the kernel could not take the stack (bpf_get_stackid failed)
-  if (id < 0) return bcc ? "" : "\n";
+  const std::string empty = bcc ? "" : "\n";
+  if (id < 0) return output::Value::of_stack(of, empty, {});  // the kernel could not take the stack (bpf_get_stackid failed)
   if (mode == sema::StackMode::BuildId) return build_id_stack(id, limit);
   uint64_t frames[ir::kMaxStackFrames] = {};
   uint32_t key = static_cast<uint32_t>(id);
-  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return bcc ? "" : "\n";
-  std::string out = bcc ? "" : "\n";
+  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return output::Value::of_stack(of, empty, {});
+  std::string out = empty;
+  std::vector<std::string> names;
   for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit && frames[i] != 0; ++i) {
     uint64_t addr = frames[i];
     if (mode == sema::StackMode::Raw) {
       out += fmt::format("{:x}\n", addr);
+      names.push_back(fmt::format("{:x}", addr));
       continue;
     }
+    names.push_back(user ? user_frame(pid, addr, false) : kernel_.name(addr).value_or(symbols::hex_address(addr)));
     if (bcc) {
-      out += fmt::format("    {}\n", user ? user_frame(pid, addr, false)
-                                          : kernel_.name(addr).value_or(symbols::hex_address(addr)));
+      out += fmt::format("    {}\n", names.back());
       continue;
     }
     std::string path;
@@ -42,7 +46,7 @@ std::string Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limi
     else
       out += fmt::format("\t{:x} {}\n", addr, name);
   }
-  return out;
+  return output::Value::of_stack(of, std::move(out), std::move(names));
 }
 
 std::string Symbolizer::symbol(bool user, uint64_t addr, uint32_t pid) const {
@@ -105,7 +109,7 @@ std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset
 
 // ustack(build_id): a frame whose file had a build id prints as the id in
 // hex and the offset in the file; the others as their address.
-std::string Symbolizer::build_id_stack(int64_t id, uint32_t limit) const {
+output::Value Symbolizer::build_id_stack(int64_t id, uint32_t limit) const {
   struct Frame {  // struct bpf_stack_build_id
     int32_t status;
     uint8_t build_id[20];
@@ -114,19 +118,24 @@ std::string Symbolizer::build_id_stack(int64_t id, uint32_t limit) const {
   static_assert(sizeof(Frame) == ir::kBuildIdFrameSize);
   std::vector<Frame> frames(ir::kMaxStackFrames);
   uint32_t key = static_cast<uint32_t>(id);
-  if (bpf_map_lookup_elem(build_id_fd_, &key, frames.data()) != 0) return "\n";
+  const auto of = output::Value::StackOf::User;
+  if (bpf_map_lookup_elem(build_id_fd_, &key, frames.data()) != 0) return output::Value::of_stack(of, "\n", {});
   std::string out = "\n";
+  std::vector<std::string> names;
   for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit; ++i) {
     const Frame& f = frames[i];
     if (f.status == BPF_STACK_BUILD_ID_EMPTY) break;
     if (f.status == BPF_STACK_BUILD_ID_VALID) {
-      for (uint8_t b : f.build_id) out += fmt::format("{:02x}", b);
-      out += fmt::format(" 0x{:02x}\n", f.offset_or_ip);
+      std::string frame;
+      for (uint8_t b : f.build_id) frame += fmt::format("{:02x}", b);
+      frame += fmt::format(" 0x{:02x}", f.offset_or_ip);
+      names.push_back(frame);
     } else {
-      out += fmt::format("{:x}\n", f.offset_or_ip);
+      names.push_back(fmt::format("{:x}", f.offset_or_ip));
     }
+    out += names.back() + "\n";
   }
-  return out;
+  return output::Value::of_stack(of, std::move(out), std::move(names));
 }
 
 }  // namespace bpfscope::runtime

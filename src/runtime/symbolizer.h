@@ -18,7 +18,7 @@ class Symbolizer : public Resolver {
   Symbolizer(int kstack_fd, int ustack_fd, int build_id_fd)
       : kstack_fd_(kstack_fd), ustack_fd_(ustack_fd), build_id_fd_(build_id_fd) {}
 
-  std::string stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override;
+  output::Value stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override;
   std::string symbol(bool user, uint64_t addr, uint32_t pid) const override;
   // Re-reads the mappings of a live process (the -c child or -p target), so
   // that its user stacks still symbolize when the maps print after it exited.
@@ -34,7 +34,7 @@ class Symbolizer : public Resolver {
   const std::vector<Mapping>& maps_of(uint32_t pid) const;
   std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path = nullptr) const;
 
-  std::string build_id_stack(int64_t id, uint32_t limit) const;
+  output::Value build_id_stack(int64_t id, uint32_t limit) const;
 
   int kstack_fd_, ustack_fd_, build_id_fd_;
   symbols::KernelSymbols kernel_;

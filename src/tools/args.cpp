@@ -101,6 +101,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   auto set = [&](const OptionSpec& o, std::optional<std::string> value, std::string_view spelled) -> bool {
     if (o.kind == ValueKind::Flag) {
       inv.named_args[o.name] = std::nullopt;
+      if (o.sets) inv.globals.push_back(*o.sets);
       return true;
     }
     std::string why;
@@ -111,6 +112,11 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     }
     inv.named_args[o.name] = *v;
     return true;
+  };
+  auto option = [&](auto matches) -> const OptionSpec* {
+    for (const auto& x : tool.options)
+      if (matches(x)) return &x;
+    return nullptr;
   };
   auto global_named = [&](std::string_view name) -> const GlobalSpec* {
     for (const auto& g : globals)
@@ -128,10 +134,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   // has a -5 option.
   auto is_option_word = [&](const std::string& a) {
     if (a.size() < 2 || a[0] != '-') return false;
-    if (!isdigit(static_cast<unsigned char>(a[1]))) return true;
-    for (const auto& o : tool.options)
-      if (o.letter == a[1]) return true;
-    return false;
+    return !isdigit(static_cast<unsigned char>(a[1])) || option([&](const OptionSpec& o) { return o.letter == a[1]; });
   };
 
   for (size_t i = 0; i < args.size(); ++i) {
@@ -155,10 +158,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
         inv.source = true;
         continue;
       }
-      const OptionSpec* o = nullptr;
-      for (const auto& x : tool.options)
-        if (x.name == name) o = &x;
-      if (o) {
+      if (const OptionSpec* o = option([&](const OptionSpec& x) { return x.name == name; })) {
         if (o->kind == ValueKind::Flag && value) return fail(fmt::format("option '--{}' doesn't allow an argument", name));
         if (o->kind != ValueKind::Flag && !value) {
           if (i + 1 >= args.size()) return fail(fmt::format("option '--{}' requires an argument", name));
@@ -185,9 +185,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
           inv.help = true;
           continue;
         }
-        const OptionSpec* o = nullptr;
-        for (const auto& x : tool.options)
-          if (x.letter == c) o = &x;
+        const OptionSpec* o = option([&](const OptionSpec& x) { return x.letter == c; });
         const GlobalSpec* g = o ? nullptr : global_letter(c);
         if (!o && !g) return fail(fmt::format("invalid option -- '{}'", c));
         bool takes = o ? o->kind != ValueKind::Flag : g->takes_value;

@@ -82,7 +82,17 @@ std::string parse_option(std::string_view line, OptionSpec& o) {
     line = save;
   }
   line = trim(line);
-  if (line.starts_with("(")) {
+  if (line.starts_with("(sets -") && o.metavar.empty()) {
+    // "(sets -f folded)": the flag also applies a global option.
+    size_t close = line.find(')');
+    if (close == std::string_view::npos) return "unclosed (";
+    std::string_view spec = line.substr(6, close - 6);
+    std::string_view letter = next_word(spec);
+    std::string_view value = trim(spec);
+    if (letter.size() != 2 || value.empty()) return "expected (sets -X VALUE)";
+    o.sets = GlobalOption{std::string(letter.substr(1)), std::string(value)};
+    line.remove_prefix(close + 1);
+  } else if (line.starts_with("(")) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     if (o.metavar.empty()) return "a flag takes no value type (add a METAVAR)";

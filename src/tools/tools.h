@@ -20,6 +20,12 @@ namespace bpfscope::tools {
 // one of `choices`.
 enum class ValueKind { Flag, Int, Str, Ports, List, Choice };
 
+// A global option given on a tool's command line (`-o FILE`, `-f json`...).
+struct GlobalOption {
+  std::string name;  // "o", "f", "dry-run", ...
+  std::optional<std::string> value;
+};
+
 struct OptionSpec {
   char letter = 0;             // 'p' for -p; 0 when the option is long-only
   std::string name;            // "pid" for --pid: also the script's getopt() name
@@ -27,6 +33,9 @@ struct OptionSpec {
   ValueKind kind = ValueKind::Flag;
   std::optional<std::string> default_value;
   std::vector<std::string> choices;  // Choice
+  // A flag declared "(sets -f folded)": giving it also applies that global
+  // option (profile's -f prints folded stacks).
+  std::optional<GlobalOption> sets;
   std::string help;
 };
 
@@ -64,10 +73,6 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
 // A command line for a tool, read against its header. Words the tool does not
 // declare are handed back as global options (`-o FILE`, `-f json`, `-q`, ...:
 // the letter or long name and its value) for the caller to apply.
-struct GlobalOption {
-  std::string name;  // "o", "f", "dry-run", ...
-  std::optional<std::string> value;
-};
 
 struct Invocation {
   std::map<std::string, std::optional<std::string>> named_args;  // getopt() options

@@ -85,6 +85,22 @@ TEST(Tools, ParsesCommandLines) {
   EXPECT_EQ(inv->globals[1].name, "q");
 }
 
+TEST(Tools, FlagThatSetsAGlobalOption) {
+  std::string err;
+  auto t = parse("// tool: x\n// option: -f --folded (sets -f folded) Folded output\nBEGIN {}\n", "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  ASSERT_TRUE(t->options[0].sets);
+  EXPECT_EQ(t->options[0].help, "Folded output");
+  auto inv = parse_args(*t, {"-f"}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  EXPECT_EQ(inv->named_args.count("folded"), 1u);
+  ASSERT_EQ(inv->globals.size(), 1u);
+  EXPECT_EQ(inv->globals[0].name, "f");
+  EXPECT_EQ(inv->globals[0].value, "folded");
+  EXPECT_FALSE(parse("// tool: x\n// option: -f --folded (sets -f) F\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: expected (sets -X VALUE)");
+}
+
 TEST(Tools, RejectsBadCommandLines) {
   Tool t = demo();
   struct Case {

@@ -27,17 +27,19 @@ class TcpretransTest(unittest.TestCase):
 
     def test_events_match_nstat(self):
         # Only data segments are dropped, so every retransmit happens during
-        # the session (a FIN retransmitted after the tool stopped would count
-        # in nstat only).
+        # the session or just after it (a FIN retransmitted after the tool
+        # stopped would count in nstat only); on a loaded machine an RTO can
+        # still fire after the receiver has read everything: wait 1.5 s.
         with LossyPair("rtx", 5301, match="meta length > 200") as pair:
             before = nstat(pair, "TcpRetransSegs")
-            run = run_tool(["tcpretrans"], lambda: tcp_session(pair, "a", pair.addr4["a"], 5301, SEND), settle=0.5)
+            run = run_tool(["tcpretrans"], lambda: tcp_session(pair, "a", pair.addr4["a"], 5301, SEND), settle=1.5)
             segs = nstat(pair, "TcpRetransSegs") - before
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0].split(), ["TIME", "PID", "IP", "LADDR:LPORT", "T>", "RADDR:RPORT", "STATE"])
         events = pair.mine(run.lines[1:])
         self.assertGreater(segs, 0)
-        self.assertEqual(len(events), segs, run)
+        # Every retransmit is an event, or a firing the run reports as missed.
+        self.assertEqual(len(events) + run.missed(), segs, run)
         for line in events:
             c = line.split()
             self.assertRegex(c[0], r"^\d\d:\d\d:\d\d$")
@@ -51,9 +53,9 @@ class TcpretransTest(unittest.TestCase):
             before = nstat(pair, "TcpRetransSegs")
             run = run_tool(["tcpretrans", "-c", "-6"],
                            lambda: (tcp_session(pair, "a", pair.addr6["a"], 5302, SEND),
-                                    tcp_session(pair, "a", pair.addr4["a"], 5302, SEND // 3)), settle=0.5)
+                                    tcp_session(pair, "a", pair.addr4["a"], 5302, SEND // 3)), settle=1.5)
             json_run = run_tool(["tcpretrans", "-f", "json"],
-                                lambda: tcp_session(pair, "a", pair.addr6["a"], 5302, SEND // 3), settle=0.5)
+                                lambda: tcp_session(pair, "a", pair.addr6["a"], 5302, SEND // 3), settle=1.5)
             total = nstat(pair, "TcpRetransSegs") - before
         self.assertEqual(run.rc, 0, run)
         rows = [l.split() for l in pair.mine(run.lines) if "<->" in l]

@@ -40,6 +40,17 @@ class Run:
                 out.append(msg)
         return out
 
+    def missed(self):
+        """Events the run says it missed: probe firings the kernel skipped
+        (a BPF program already running on that CPU) and ring buffer losses."""
+        n = 0
+        for line in self.stderr.splitlines():
+            m = re.match(r"^WARNING: (\d+) probe firings? (was|were) missed", line) or \
+                re.match(r"^WARNING: Total lost event count: (\d+)", line)
+            if m:
+                n += int(m.group(1))
+        return n
+
     def __repr__(self):
         return "rc=%s\nstdout:\n%s\nstderr:\n%s" % (self.rc, "\n".join(self.lines), self.stderr)
 
