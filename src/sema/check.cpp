@@ -467,8 +467,8 @@ std::optional<int64_t> Checker::constant(ExprId id) {
 
 // The value of an if() condition known when compiling (after expr() typed
 // it), which the lowering then takes as the branch to compile (const_of): an
-// integer or bool getopt(), == or != of two constant strings, and `!` of
-// these.
+// integer or bool getopt(), == or != of two constant strings, and `!`, `&&`
+// and `||` of these.
 std::optional<int64_t> Checker::known_condition(ExprId id) {
   const Expr& e = ast_.expr(id);
   if (e.kind == ExprKind::Unary && e.op == Op::LNot) {
@@ -478,6 +478,14 @@ std::optional<int64_t> Checker::known_condition(ExprId id) {
   if (e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt && out_.expr_types[id].is_int())
     return out_.const_of[id];
   if (e.kind == ExprKind::Binary && (e.op == Op::Eq || e.op == Op::Ne)) return out_.const_of[id];
+  if (e.kind == ExprKind::Binary && (e.op == Op::LAnd || e.op == Op::LOr)) {
+    const auto a = known_condition(e.args[0]), b = known_condition(e.args[1]);
+    // `a || b` is known when either side is true, or both are known; `&&` likewise.
+    const bool decides = e.op == Op::LOr;
+    if ((a && (*a != 0) == decides) || (b && (*b != 0) == decides)) out_.const_of[id] = decides;
+    else if (a && b) out_.const_of[id] = !decides;
+    return out_.const_of[id];
+  }
   return std::nullopt;
 }
 

@@ -65,6 +65,19 @@ class ProfileTest(unittest.TestCase):
         # About 49 samples in the one second.
         self.assertTrue(10 <= sum(e["samples"] for e in spin) <= 55, events)
 
+    def test_folded(self):
+        with Work("spin", 500) as w:
+            run = run_tool(["profile", "-f", "-F", "199", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        # Folded lines only on stdout (the header goes to stderr): the
+        # process name, then the user frames root first, then kernel frames.
+        spin = [l for l in run.lines if ";main;cpu_spin" in l]
+        self.assertTrue(spin, run)
+        for line in run.lines:
+            self.assertRegex(line, r"^cpu_work;\S+ \d+$")
+        self.assertIn("Sampling at 199 Hertz", run.stderr)
+        self.assertGreaterEqual(sum(int(l.rsplit(" ", 1)[1]) for l in spin), 10, run)
+
     def test_help_and_bad_options(self):
         import subprocess
         from toolrun import BPFSCOPE
@@ -115,6 +128,16 @@ class OffcputimeTest(unittest.TestCase):
         self.assertEqual(len(sleeps), 1, events)
         self.assertTrue(180000 <= sleeps[0]["us"] <= 3 * 66000, sleeps)
         self.assertEqual(sorted(sleeps[0]), ["comm", "kstack", "tid", "us", "ustack"])
+
+    def test_folded(self):
+        with Work("sleep", 20, 10) as w:
+            run = run_tool(["offcputime", "-f", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        sleep = [l for l in run.lines if ";main;cpu_sleep;" in l]
+        self.assertEqual(len(sleep), 1, run)
+        self.assertRegex(sleep[0], r"^cpu_work;.*;cpu_sleep;.*do_nanosleep_\[k\];.*\d+$")
+        us = int(sleep[0].rsplit(" ", 1)[1])
+        self.assertTrue(200000 <= us <= 10 * 26000, (us, run))
 
     def test_same_numbers_as_libbpf_tools(self):
         if not os.path.exists("/usr/sbin/offcputime"):
