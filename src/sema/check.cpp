@@ -138,6 +138,7 @@ void Checker::stmt(StmtId id) {
       // else { @usecs = hist(x); }`).
       if (auto known = known_condition(s.expr)) {
         block(*known ? s.body : s.else_body);
+        note_pruned(*known ? s.else_body : s.body);
         return;
       }
       block(s.body);
@@ -489,6 +490,28 @@ std::optional<int64_t> Checker::known_condition(ExprId id) {
   return std::nullopt;
 }
 
+// Records the maps a branch left out names (see TypedProgram::pruned_maps).
+void Checker::note_pruned(const std::vector<StmtId>& body) {
+  std::vector<StmtId> stmts(body.begin(), body.end());
+  std::vector<ExprId> exprs;
+  while (!stmts.empty() || !exprs.empty()) {
+    if (!stmts.empty()) {
+      const Stmt& s = ast_.stmt(stmts.back());
+      stmts.pop_back();
+      for (ExprId e : {s.expr, s.range_end, s.target, s.value})
+        if (e != lang::kNone) exprs.push_back(e);
+      stmts.insert(stmts.end(), s.body.begin(), s.body.end());
+      stmts.insert(stmts.end(), s.else_body.begin(), s.else_body.end());
+      continue;
+    }
+    const Expr& e = ast_.expr(exprs.back());
+    exprs.pop_back();
+    if (e.kind == ExprKind::Map) out_.pruned_maps.insert(e.name);
+    exprs.insert(exprs.end(), e.args.begin(), e.args.end());
+    stmts.insert(stmts.end(), e.body.begin(), e.body.end());
+  }
+}
+
 // Finds (or, when assigning, creates) the map named by a Map expression and
 // checks its key.
 MapInfo* Checker::map_for(ExprId id, bool create) {
@@ -557,7 +580,7 @@ MapInfo* Checker::whole_map(ExprId id) {
   const Expr& e = ast_.expr(id);
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == e.name; });
   if (it == out_.maps.end()) {
-    if (final_) error(e.loc, fmt::format("Undefined map: {}", e.name));
+    if (final_ && !out_.pruned_maps.count(e.name)) error(e.loc, fmt::format("Undefined map: {}", e.name));
     return nullptr;
   }
   out_.map_of[id] = static_cast<int32_t>(it - out_.maps.begin());

@@ -87,6 +87,7 @@ class Checker {
 
   std::optional<int64_t> constant(ExprId id);
   std::optional<int64_t> known_condition(ExprId id);
+  void note_pruned(const std::vector<StmtId>& body);
 
   MapInfo* map_for(ExprId id, bool create);
 

@@ -203,6 +203,9 @@ struct TypedProgram {
   bool has_child = false;               // -c: cpid is defined
   bool uses_kstack = false, uses_ustack = false;  // stack maps are needed
   bool uses_build_id_stack = false;              // ustack(build_id)
+  // Maps named in if() branches that a getopt() flag left out: print(),
+  // clear() and zero() of such a map, never assigned, do nothing.
+  std::set<std::string> pruned_maps;
   bool has_end = false;
   bool only_begin_end = true;  // auto-exit after BEGIN (0.24)
   // Output actions (printf, print, time) sent from probes other than

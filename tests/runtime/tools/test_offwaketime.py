@@ -3,11 +3,12 @@
 cpu_waker_nap(), then writes the pipe in cpu_wake(); the reader waits in
 cpu_pipe_wait()): the reader's blocked time is joined with the waker's stack,
 and adds up to about N times MS."""
+import os
 import re
 import unittest
 
 from cpuwork import Work
-from toolrun import mount_tracefs, run_tool
+from toolrun import mount_tracefs, run_tool, start_twin
 
 MS, N = 15, 12
 
@@ -77,6 +78,25 @@ class OffwaketimeTest(unittest.TestCase):
             self.assertNotIn("do_syscall_64", e["waker_stack"] + e["target_stack"])
 
 
+def wakeup_blocks(lines):
+    """[(target, waker_frames, waker, us)] of wakeuptime's output (ours: "    target:",
+    frames, "    waker:", us; libbpf-tools': the same with tabs and addresses)."""
+    blocks, cur = [], None
+    it = iter(lines)
+    for line in it:
+        m = re.match(r"^\s+target:\s+(.*)$", line)
+        if m:
+            cur = (m.group(1), [])
+            continue
+        m = re.match(r"^\s+waker:\s+(.*)$", line)
+        if m and cur:
+            blocks.append((cur[0], cur[1], m.group(1), int(next(it).strip())))
+            cur = None
+        elif cur:
+            cur[1].append(line.split()[-1])
+    return blocks
+
+
 class WakeuptimeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -88,24 +108,38 @@ class WakeuptimeTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], "Tracing blocked time (us) by kernel stack... Hit Ctrl-C to end.")
         # "target:", the waker's kernel frames, "waker:", the microseconds.
-        blocks, cur = [], None
-        it = iter(run.lines[1:])
-        for line in it:
-            m = re.match(r"^    target:\s+(.*)$", line)
-            if m:
-                cur = (m.group(1), [])
-                continue
-            m = re.match(r"^    waker:\s+(.*)$", line)
-            if m and cur:
-                blocks.append((cur[0], cur[1], m.group(1), int(next(it).strip())))
-                cur = None
-            elif cur:
-                cur[1].append(line.strip())
+        blocks = wakeup_blocks(run.lines[1:])
         piped = [b for b in blocks if {"anon_pipe_write", "pipe_write"} & set(b[1]) and b[2] == "cpu_work"]
         self.assertTrue(piped, run)
         # The reader blocks about MS ms before each write wakes it.
         total = sum(b[3] for b in piped)
         self.assertTrue((N - 1) * MS * 1000 * 0.9 <= total <= N * (MS + 8) * 1000, (total, run))
+
+    def test_json(self):
+        with Work("pipe", MS, N) as w:
+            run = run_tool(["-f", "json", "wakeuptime", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        events = [e["data"] for e in run.json("event")]
+        piped = [e for e in events if "    anon_pipe_write\n" in e["kstack"] or "    pipe_write\n" in e["kstack"]]
+        self.assertTrue(piped, events)
+        self.assertEqual(sorted(piped[0]), ["kstack", "target", "us", "waker"])
+
+    def test_same_numbers_as_libbpf_tools(self):
+        if not os.path.exists("/usr/sbin/wakeuptime"):
+            self.skipTest("libbpf-tools not installed")
+        with Work("pipe", MS, N) as w:
+            twin = start_twin(["/usr/sbin/wakeuptime", "-p", str(w.pid)], "Tracing")
+            try:
+                run = run_tool(["wakeuptime", "-p", str(w.pid)], w.run)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        # The blocked time of the process, whoever woke it (libbpf-tools'
+        # takes the waker at sched_wakeup, which may run on the wakee's CPU).
+        ours = sum(b[3] for b in wakeup_blocks(run.lines[1:]) if b[0] == "cpu_work")
+        their = sum(b[3] for b in wakeup_blocks(theirs.lines) if b[0] == "cpu_work")
+        self.assertGreater(their, (N - 1) * MS * 1000 * 0.9, theirs)
+        self.assertLessEqual(abs(ours - their), 0.05 * their, (ours, their, run, theirs))
 
 
 if __name__ == "__main__":
