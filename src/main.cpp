@@ -150,18 +150,8 @@ int compile_and_run(Cli& cli) {
   auto ast = lang::parse(lang::Source(cli.filename, cli.program), diags);
   // A tool's user did not write its script: errors are one line each, naming
   // the tool, with the script's location at the end.
-  auto report = [&](const lang::Source& src) {
-    if (cli.tool_name.empty() || cli.debug.size()) {
-      fmt::print(stderr, "{}", diags.render(src));
-      return;
-    }
-    for (const auto& d : diags.all()) {
-      if (d.severity != lang::Severity::Error) continue;
-      fmt::print(stderr, "{}: {}{}\n", cli.tool_name, d.message,
-                 d.located ? fmt::format(" ({})", lang::location(src, d.loc)) : "");
-      for (const auto& h : d.hints) fmt::print(stderr, "{}: HINT: {}\n", cli.tool_name, h);
-    }
-  };
+  if (cli.debug.empty()) cli.run.tool_name = cli.tool_name;
+  auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src, cli.run.tool_name)); };
   if (!ast) {
     report(lang::Source(cli.filename, cli.program));
     return 1;
@@ -346,7 +336,7 @@ int list_tools() {
   fmt::print("{:<16} {:<60} {}\n", "TOOL", "DESCRIPTION", "STATUS");
   for (const auto& t : tools::all()) {
     std::string err;
-    auto inv = tools::parse_args(t, {}, kToolGlobals, err);
+    auto inv = tools::parse_args(t, tools::sample_args(t), kToolGlobals, err);
     std::string status = "ok";
     if (inv) {
       lang::Diagnostics diags;

@@ -66,6 +66,17 @@ std::string render(const Source& src, const Diagnostic& d) {
   return out;
 }
 
+std::string Diagnostics::render(const Source& src, std::string_view tool) const {
+  if (tool.empty()) return render(src);
+  std::string out;
+  for (const auto& d : diags_) {
+    if (d.severity != Severity::Error) continue;
+    out += fmt::format("{}: {}{}\n", tool, d.message, d.located ? fmt::format(" ({})", location(src, d.loc)) : "");
+    for (const auto& h : d.hints) out += fmt::format("{}: HINT: {}\n", tool, h);
+  }
+  return out;
+}
+
 std::string Diagnostics::render(const Source& src) const {
   std::string out;
   for (auto sev : {Severity::Error, Severity::Warning})

@@ -36,6 +36,10 @@ class Diagnostics {
 
   // Errors first, then warnings, each in report order (0.26 order).
   std::string render(const Source& src) const;
+  // For a packaged tool, whose user did not write the script (`tool` is its
+  // name; "" renders as above): each error on one line naming the tool, the
+  // script's location at the end, then its hints; warnings are left out.
+  std::string render(const Source& src, std::string_view tool) const;
 
  private:
   std::vector<Diagnostic> diags_;

@@ -32,6 +32,9 @@ struct Options {
   // -f folded: maps keyed by stacks print as folded stacks on the output;
   // all other output goes to stderr as text, so the output is folded only.
   bool folded = false;
+  // A packaged tool's name: its load and attach errors are one line each
+  // (lang::Diagnostics::render for tools). "" for scripts.
+  std::string tool_name;
   bool verbose = false;      // -v
   bool no_warnings = false;  // --no-warnings: warnf() prints nothing
   bool dry_run = false;      // --dry-run: load, do not attach or run

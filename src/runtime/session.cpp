@@ -321,7 +321,7 @@ class Session {
       std::string alt = alternative(u);
       if (!alt.empty()) hints.push_back(alt);
       d.error(u.targets[0].loc, fmt::format("Unable to attach probe: {}: {}", u.targets[0].name, why), hints);
-      fmt::print(stderr, "{}", d.render(p_.ast->source));
+      fmt::print(stderr, "{}", d.render(p_.ast->source, o_.tool_name));
       return 255;
     }
     return 0;
@@ -349,6 +349,10 @@ class Session {
       return "use tracepoint:sock:inet_sock_set_state or the tcp:* tracepoints instead";
     if (fn.find("blk") != std::string::npos || fn.find("bio") != std::string::npos)
       return "use the block:* tracepoints instead";
+    // A tracepoint category named like the function's prefix (ext4_*, xfs_*).
+    if (std::string area = fn.substr(0, fn.find('_')); !area.empty())
+      if (auto in_area = bpf::list_tracepoints(area, "*"); in_area && !in_area->empty())
+        return fmt::format("use the tracepoint:{}:* tracepoints instead", area);
     return "use a tracepoint (bpfscope -l 'tracepoint:*') or a uprobe instead";
   }
 
@@ -451,7 +455,7 @@ class Session {
       d.error(prog.locs[insn], text, {"run with -d verifier to see the kernel's log"});
     else
       d.error_unlocated(text, {"run with -d verifier to see the kernel's log"});
-    fmt::print(stderr, "{}", d.render(p_.ast->source));
+    fmt::print(stderr, "{}", d.render(p_.ast->source, o_.tool_name));
     return 255;
   }
 
@@ -569,7 +573,7 @@ class Session {
   int attach_error(const sema::AttachTarget& t, const std::string& why) {
     lang::Diagnostics d;
     d.error(t.loc, fmt::format("Unable to attach probe: {}: {}", t.name, why));
-    fmt::print(stderr, "{}", d.render(p_.ast->source));
+    fmt::print(stderr, "{}", d.render(p_.ast->source, o_.tool_name));
     return 255;
   }
 

@@ -27,6 +27,12 @@ std::optional<std::string> check_value(ValueKind kind, const std::vector<std::st
   switch (kind) {
     case ValueKind::Flag: return value;
     case ValueKind::Str: return value;
+    case ValueKind::Probe:
+      if (value.empty() || value.find_first_of(" \t\n{};") != std::string::npos) {
+        why = fmt::format("invalid probe \"{}\"", value);
+        return std::nullopt;
+      }
+      return value.find(':') == std::string::npos ? "kprobe:" + value : value;
     case ValueKind::Int: {
       int64_t v;
       if (!parse_integer(value, v)) {
@@ -99,9 +105,12 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   };
   // Sets option `o` from its value (nullopt for a flag).
   auto set = [&](const OptionSpec& o, std::optional<std::string> value, std::string_view spelled) -> bool {
+    if (o.sets) {
+      inv.globals.push_back(*o.sets);  // for the runtime, not the script
+      return true;
+    }
     if (o.kind == ValueKind::Flag) {
       inv.named_args[o.name] = std::nullopt;
-      if (o.sets) inv.globals.push_back(*o.sets);
       return true;
     }
     std::string why;
@@ -225,6 +234,15 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   for (const auto& o : tool.options)
     if (o.default_value && !inv.named_args.count(o.name)) inv.named_args[o.name] = *o.default_value;
   return inv;
+}
+
+std::vector<std::string> sample_args(const Tool& tool) {
+  std::vector<std::string> out;
+  for (const auto& a : tool.args) {
+    if (a.default_value) break;
+    out.push_back(a.kind == ValueKind::Int ? "1" : a.kind == ValueKind::Probe ? "tracepoint:syscalls:sys_enter_getpid" : "x");
+  }
+  return out;
 }
 
 std::string synopsis(const Tool& tool) {

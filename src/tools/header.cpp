@@ -44,6 +44,7 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
   else if (type == "str") kind = ValueKind::Str;
   else if (type == "ports") kind = ValueKind::Ports;
   else if (type == "list") kind = ValueKind::List;
+  else if (type == "probe") kind = ValueKind::Probe;
   else if (type.find('|') != std::string_view::npos) {
     kind = ValueKind::Choice;
     std::string_view rest = type;
@@ -54,7 +55,7 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
       rest.remove_prefix(bar + 1);
     }
   } else {
-    return fmt::format("unknown value type \"{}\" (int, str, ports, list or a|b|c)", type);
+    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe or a|b|c)", type);
   }
   if (comma != std::string_view::npos) {
     std::string_view rest = trim(spec.substr(comma + 1));
@@ -114,7 +115,8 @@ std::string parse_arg(std::string_view line, ArgSpec& a) {
     std::vector<std::string> choices;
     if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value); !err.empty())
       return err;
-    if (a.kind != ValueKind::Int && a.kind != ValueKind::Str) return "an argument is an int or a str";
+    if (a.kind != ValueKind::Int && a.kind != ValueKind::Str && a.kind != ValueKind::Probe)
+      return "an argument is an int, a str or a probe";
     line.remove_prefix(close + 1);
   }
   a.help = std::string(trim(line));

@@ -17,8 +17,10 @@ namespace bpfscope::tools {
 // What an option or argument takes. Flag: no value (getopt("name") is true
 // when given). Int: an integer. Str: any text. Ports: comma-separated port
 // numbers 1-65535 (for in_list()). List: comma-separated integers. Choice:
-// one of `choices`.
-enum class ValueKind { Flag, Int, Str, Ports, List, Choice };
+// one of `choices`. Probe: an attach point, for counting tools (funccount
+// 't:net:*'); a bare name without ':' is a kernel function, kprobe:NAME, as
+// bcc's tools read it.
+enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe };
 
 // A global option given on a tool's command line (`-o FILE`, `-f json`...).
 struct GlobalOption {
@@ -33,8 +35,8 @@ struct OptionSpec {
   ValueKind kind = ValueKind::Flag;
   std::optional<std::string> default_value;
   std::vector<std::string> choices;  // Choice
-  // A flag declared "(sets -f folded)": giving it also applies that global
-  // option (profile's -f prints folded stacks).
+  // A flag declared "(sets -f folded)": giving it applies that global option
+  // (profile's -f prints folded stacks); the script sees no getopt() for it.
   std::optional<GlobalOption> sets;
   std::string help;
 };
@@ -81,6 +83,10 @@ struct Invocation {
   bool help = false;    // -h, --help
   bool source = false;  // --source
 };
+
+// Stand-ins for a tool's required arguments (an int 1, a probe on a syscall
+// tracepoint), so that `bpfscope tools` can check that the rest compiles.
+std::vector<std::string> sample_args(const Tool& tool);
 
 // The global options a tool command line may carry, with whether each takes a
 // value: the caller's table, so that both agree.
