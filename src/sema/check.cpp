@@ -1282,7 +1282,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   if (diags.has_errors()) return std::nullopt;
   out.getopt_names.insert(attach_getopts.begin(), attach_getopts.end());
   for (const auto& [name, value] : out.named_args) {
-    if (!out.getopt_names.count(name)) {
+    if (!out.getopt_names.count(name) && !options.implied_args.count(name)) {
       diags.error_unlocated(fmt::format("Unexpected named argument: --{} (the program has no getopt(\"{}\"))", name, name));
       return std::nullopt;
     }
