@@ -35,7 +35,7 @@ class CpudistTest(unittest.TestCase):
 
     def test_oncpu_periods(self):
         # 20 spins of 4 ms, each ending in a 2 ms sleep: at least 20 on-CPU
-        # periods, most of about 4 ms (shorter when preempted).
+        # periods, most of about 4 ms (split in shorter ones when preempted).
         steps = []
         for _ in range(20):
             steps += ["spin", 4, "sleep", 2, 1]
@@ -45,7 +45,7 @@ class CpudistTest(unittest.TestCase):
         self.assertEqual(run.lines[0], "Tracing on-CPU time... Hit Ctrl-C to end.")
         h = text_hists(run.lines)[("usecs", "pid = %d, comm = cpu_work" % w.pid)]
         self.assertGreaterEqual(total(h), 20, run)
-        self.assertGreaterEqual(total(h, low=2048, high=8192), 8, run)
+        self.assertGreaterEqual(total(h, low=512, high=8192), 10, run)
 
     def test_milliseconds_json(self):
         with Work("sleep", 10, SLEEPS) as w:

@@ -107,16 +107,17 @@ class OffcputimeTest(unittest.TestCase):
         self.assertEqual(comm, "cpu_work")
         self.assertIn("do_nanosleep", frames)
         self.assertEqual(frames[frames.index("cpu_sleep") + 1], "main", frames)
-        # 10 sleeps of 20 ms, each a little longer (timer slack, wakeup).
-        self.assertTrue(200000 <= us <= 10 * 26000, (us, run))
+        # 10 sleeps of 20 ms, each a little longer (timer slack, wakeup, and
+        # the wait for a CPU on a busy machine).
+        self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
         reader = with_frame(parsed, "cpu_pipe_wait", w.pid)
         self.assertTrue(reader and all("anon_pipe_read" in s[0] or "pipe_read" in s[0] for s in reader), run)
-        self.assertTrue(140000 <= sum(s[3] for s in reader) <= 10 * 22000, run)
+        self.assertTrue(140000 <= sum(s[3] for s in reader) <= 10 * 35000, run)
         # The waker thread naps 15 ms before each write.
         nap = with_frame(parsed, "cpu_waker_nap")
         self.assertTrue(nap, run)
         self.assertNotEqual(nap[0][2], w.pid)
-        self.assertTrue(150000 <= sum(s[3] for s in nap) <= 10 * 21000, run)
+        self.assertTrue(150000 <= sum(s[3] for s in nap) <= 10 * 35000, run)
 
     def test_min_block_time_and_json(self):
         with Work("sleep", 5, 20, "sleep", 60, 3) as w:
@@ -126,7 +127,7 @@ class OffcputimeTest(unittest.TestCase):
         sleeps = [e for e in events if "    cpu_sleep\n" in e["ustack"]]
         # The 5 ms sleeps are under the minimum: only the three of 60 ms count.
         self.assertEqual(len(sleeps), 1, events)
-        self.assertTrue(180000 <= sleeps[0]["us"] <= 3 * 66000, sleeps)
+        self.assertTrue(180000 <= sleeps[0]["us"] <= 3 * 90000, sleeps)
         self.assertEqual(sorted(sleeps[0]), ["comm", "kstack", "tid", "us", "ustack"])
 
     def test_folded(self):
@@ -137,7 +138,7 @@ class OffcputimeTest(unittest.TestCase):
         self.assertEqual(len(sleep), 1, run)
         self.assertRegex(sleep[0], r"^cpu_work;.*;cpu_sleep;.*do_nanosleep_\[k\];.*\d+$")
         us = int(sleep[0].rsplit(" ", 1)[1])
-        self.assertTrue(200000 <= us <= 10 * 26000, (us, run))
+        self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
 
     def test_same_numbers_as_libbpf_tools(self):
         if not os.path.exists("/usr/sbin/offcputime"):

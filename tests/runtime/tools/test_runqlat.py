@@ -69,8 +69,8 @@ class RunqlatTest(unittest.TestCase):
         for h in hists:
             buckets = h["data"]["@usecs"]
             n = sum(b["count"] for b in buckets)
-            # 5 ms sleeps: about 190 a second.
-            self.assertTrue(100 <= n <= 260, (n, h))
+            # 5 ms sleeps: about 190 a second (fewer when the CPUs are busy).
+            self.assertTrue(50 <= n <= 260, (n, h))
 
     def test_timestamp(self):
         run = run_tool(["runqlat", "-T", "1", "1"], settle=1.5)
