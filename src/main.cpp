@@ -177,6 +177,9 @@ int compile_and_run(Cli& cli) {
   sopts.unsafe = cli.unsafe;
   sopts.target_pid = cli.run.target_pid;
   sopts.named_args = cli.named_args;
+  // -f folded: getopt("folded") is true, so that a script (profile,
+  // offcputime) leaves its own text layout to the folded stacks of its maps.
+  if (cli.run.folded && sopts.named_args.emplace("folded", std::nullopt).second) sopts.implied_args.insert("folded");
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "bpf/libbpf_bpf.h"
 #include "runtime/names.h"
@@ -190,10 +191,19 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
 }
 
 void clear_map(int fd, uint32_t key_size) {
-  std::vector<uint8_t> key(key_size);
-  while (bpf_map_get_next_key(fd, nullptr, key.data()) == 0) {
-    if (bpf_map_delete_elem(fd, key.data()) != 0) break;
+  // The keys present now, then their deletion: entries that probes add
+  // meanwhile stay (deleting until the map is empty never ends when the
+  // probes count the bpf() calls of this very loop, as syscount does).
+  // A walk that meets a key again restarted (its previous key was deleted
+  // by a probe meanwhile): it has seen every key.
+  std::set<std::vector<uint8_t>> keys;
+  std::vector<uint8_t> key(key_size), next(key_size);
+  void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0 && keys.insert(next).second) {
+    key = next;
+    prev = key.data();
   }
+  for (auto& k : keys) bpf_map_delete_elem(fd, k.data());
 }
 
 void zero_map(const sema::MapInfo& m, int fd, int ncpus) {

@@ -15,12 +15,15 @@ namespace bpfscope::runtime {
 
 output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const {
   const auto of = user ? output::Value::StackOf::User : output::Value::StackOf::Kernel;
-  if (id < 0) return output::Value::of_stack(of, "\n", {});  // the kernel could not take the stack (bpf_get_stackid failed)
+  // bcc's layout: "    name" lines, no leading newline (an empty stack is empty).
+  const bool bcc = mode == sema::StackMode::Bcc;
+  const std::string empty = bcc ? "" : "\n";
+  if (id < 0) return output::Value::of_stack(of, empty, {});  // the kernel could not take the stack (bpf_get_stackid failed)
   if (mode == sema::StackMode::BuildId) return build_id_stack(id, limit);
   uint64_t frames[ir::kMaxStackFrames] = {};
   uint32_t key = static_cast<uint32_t>(id);
-  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return output::Value::of_stack(of, "\n", {});
-  std::string out = "\n";
+  if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return output::Value::of_stack(of, empty, {});
+  std::string out = empty;
   std::vector<std::string> names;
   for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit && frames[i] != 0; ++i) {
     uint64_t addr = frames[i];
@@ -29,9 +32,13 @@ output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t li
       names.push_back(fmt::format("{:x}", addr));
       continue;
     }
+    names.push_back(user ? user_frame(pid, addr, false) : kernel_.name(addr).value_or(symbols::hex_address(addr)));
+    if (bcc) {
+      out += fmt::format("    {}\n", names.back());
+      continue;
+    }
     std::string path;
     std::string name = user ? user_frame(pid, addr, true, &path) : kernel_.with_offset(addr);
-    names.push_back(user ? user_frame(pid, addr, false) : kernel_.name(addr).value_or(symbols::hex_address(addr)));
     if (mode == sema::StackMode::Bpftrace)
       out += fmt::format("        {}\n", name);
     else if (user && !path.empty())

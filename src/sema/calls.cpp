@@ -364,17 +364,18 @@ Type Checker::call(ExprId id) {
         const Expr& m = ast_.expr(e.args[0]);
         if (m.name == "perf") mode = StackMode::Perf;
         else if (m.name == "raw") mode = StackMode::Raw;
+        else if (m.name == "bcc") mode = StackMode::Bcc;
         else if (m.name == "build_id" && user) mode = StackMode::BuildId;
         else if (m.name == "build_id") {
           error(m.loc, "'build_id' stack mode can only be used for ustack");
           return Type::none();
         } else if (m.name != "bpftrace") {
-          error(m.loc, "the stack mode must be bpftrace, perf, raw or build_id");
+          error(m.loc, "the stack mode must be bpftrace, perf, raw, bcc or build_id");
           return Type::none();
         }
         next = 1;
       } else if (e.args.size() == 2) {
-        error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf, raw or build_id");
+        error(ast_.expr(e.args[0]).loc, "the stack mode must be bpftrace, perf, raw, bcc or build_id");
         return Type::none();
       }
       int64_t frames = 127;
@@ -988,7 +989,7 @@ bool same_shape(const Type& a, const Type& b) {
 // print((@a, @b / 1024, @c / 1000.0), rows, "FORMAT", "NAMES"): the maps,
 // which share a key type, joined into one table by key (a bpfscope
 // extension for top-style tools). FORMAT has one conversion per column (the
-// key's fields, then one value per map); NAMES, separated by spaces, head
+// key's fields, then one value per map); NAMES, separated by spaces (or quoted: 'TIME (us)'), head
 // the columns and name them in JSON.
 Type Checker::print_table(ExprId id) {
   const Expr& e = ast_.expr(id);
@@ -1051,10 +1052,16 @@ Type Checker::print_table(ExprId id) {
     if (spec.conv == '*') return usage(f.loc, "a table's format takes no * width or precision");
   if (format.specs.size() != columns)
     return usage(f.loc, fmt::format("the format has {} conversions for {} columns", format.specs.size(), columns));
+  // A name in single quotes may hold spaces ("SYSCALL COUNT 'TIME (us)'").
   std::vector<std::string> names;
   for (size_t i = 0; i < n.sval.size();) {
-    size_t j = n.sval.find_first_of(" \t", i);
-    if (j == std::string::npos) j = n.sval.size();
+    const bool quoted = n.sval[i] == '\'';
+    if (quoted) ++i;
+    size_t j = quoted ? n.sval.find('\'', i) : n.sval.find_first_of(" \t", i);
+    if (j == std::string::npos) {
+      if (quoted) return usage(n.loc, "a quoted name has no closing quote");
+      j = n.sval.size();
+    }
     if (j > i) names.push_back(n.sval.substr(i, j - i));
     i = j + 1;
   }

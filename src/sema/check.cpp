@@ -1248,9 +1248,10 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
 
   // Resolve every attach point first: wildcards, formats, periods.
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
+  std::set<std::string> attach_getopts;  // getopt("NAME") in attach points
   for (size_t i = 0; i < program.probes.size(); ++i) {
     for (const auto& ap : program.probes[i].points) {
-      auto text = expand_positionals(ap.text, options.positional);
+      auto text = expand_positionals(ap.text, options.positional, options.named_args, &attach_getopts);
       if (!text) {
         diags.error(ap.loc, text.error());
         continue;
@@ -1307,8 +1308,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     }
   }
   if (diags.has_errors()) return std::nullopt;
+  out.getopt_names.insert(attach_getopts.begin(), attach_getopts.end());
   for (const auto& [name, value] : out.named_args) {
-    if (!out.getopt_names.count(name)) {
+    if (!out.getopt_names.count(name) && !options.implied_args.count(name)) {
       diags.error_unlocated(fmt::format("Unexpected named argument: --{} (the program has no getopt(\"{}\"))", name, name));
       return std::nullopt;
     }

@@ -407,12 +407,25 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
   return std::nullopt;
 }
 
-std::expected<std::string, std::string> expand_positionals(std::string_view text,
-                                                           const std::vector<std::string>& params) {
+std::expected<std::string, std::string> expand_positionals(
+    std::string_view text, const std::vector<std::string>& params,
+    const std::map<std::string, std::optional<std::string>>& named, std::set<std::string>* used) {
   std::string out;
   bool quoted = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (!quoted && text.substr(i).starts_with("getopt(\"")) {
+      const size_t from = i + 8, to = text.find("\")", from);
+      if (to == std::string_view::npos) return std::unexpected("getopt() in an attach point: use getopt(\"NAME\")");
+      const std::string name(text.substr(from, to - from));
+      const auto it = named.find(name);
+      if (it == named.end() || !it->second)
+        return std::unexpected(fmt::format("getopt(\"{}\") in an attach point needs a value: --{}=VALUE", name, name));
+      if (used) used->insert(name);
+      out += *it->second;
+      i = to + 1;
+      continue;
+    }
     if (c == '"') quoted = !quoted;
     if (c != '$' || quoted) {
       out += c;

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <expected>
-#include <string>
+#include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,8 +36,12 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
 // ':'-separated segment up to a quote (interval:s:$1, uprobe:$1:main,
 // tracepoint:syscalls:sys_enter_$1, kprobe:$1"_x"); an unset one is empty.
 // The error says what is wrong with a `$` that does not name a parameter.
-std::expected<std::string, std::string> expand_positionals(std::string_view text,
-                                                           const std::vector<std::string>& params);
+// `getopt("NAME")` outside quotes takes the value of --NAME (a bpfscope
+// extension, for tools: profile:hz:getopt("frequency")); its name is added
+// to `used`, and an option not given is an error.
+std::expected<std::string, std::string> expand_positionals(
+    std::string_view text, const std::vector<std::string>& params,
+    const std::map<std::string, std::optional<std::string>>& named = {}, std::set<std::string>* used = nullptr);
 
 // x86-64 register names (USDT argument specs, reg()) as offsets in struct
 // pt_regs: "rsp", "esp", "sp" and "spl" are 152.

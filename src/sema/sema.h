@@ -226,6 +226,9 @@ struct Options {
   int target_pid = -1;   // -p: usdt:* searches the files this process maps
   std::string child_program;  // -c: the command's program (its first word); usdt:* searches its files
   std::map<std::string, std::optional<std::string>> named_args;  // getopt(): --name[=value] after --
+  // Named args the command line implies rather than the user gives (-f folded
+  // sets --folded): no error when the program does not ask for them.
+  std::set<std::string> implied_args;
   // What the kernel allows, for choosing between kprobe and fentry: -1 asks
   // the kernel; 0 or 1 fixes the answer (tests).
   int kprobes = -1;

@@ -38,8 +38,9 @@ enum class TypeKind {
 enum class NameTable : uint8_t { Errno, Syscall, Signal, CgroupPath };
 
 // How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, bare
-// addresses, or (user stacks) each frame's ELF build id and file offset.
-enum class StackMode : uint8_t { Bpftrace, Perf, Raw, BuildId };
+// addresses, (user stacks) each frame's ELF build id and file offset, or as
+// bcc's tools print them (`    sym` lines, no offsets, no leading newline).
+enum class StackMode : uint8_t { Bpftrace, Perf, Raw, BuildId, Bcc };
 
 // Where a pointer-valued integer points, which decides the probe_read helper.
 enum class AddrSpace { None, Kernel, User };

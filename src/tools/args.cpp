@@ -233,15 +233,6 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   }
   for (const auto& o : tool.options)
     if (o.default_value && !inv.named_args.count(o.name)) inv.named_args[o.name] = *o.default_value;
-  // Options given as positional parameters ("as $N").
-  for (const auto& o : tool.options) {
-    if (o.positional == 0) continue;
-    auto it = inv.named_args.find(o.name);
-    const std::string value = it != inv.named_args.end() && it->second ? *it->second : "";
-    if (inv.positional.size() < static_cast<size_t>(o.positional)) inv.positional.resize(o.positional);
-    inv.positional[o.positional - 1] = value;
-    if (it != inv.named_args.end()) inv.named_args.erase(it);
-  }
   return inv;
 }
 

@@ -97,20 +97,7 @@ std::string parse_option(std::string_view line, OptionSpec& o) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     if (o.metavar.empty()) return "a flag takes no value type (add a METAVAR)";
-    std::string_view spec = line.substr(1, close - 1);
-    // "(str, default libc, as $1)": the value is also positional parameter 1,
-    // for where getopt() cannot go (a probe's binary: uprobe:$1:getaddrinfo).
-    if (size_t as = spec.rfind(", as $"); as != std::string_view::npos) {
-      int n = 0;
-      for (char c : spec.substr(as + 6)) {
-        if (c < '0' || c > '9' || n > 100) return "expected \", as $N\" with N a number";
-        n = n * 10 + (c - '0');
-      }
-      if (n < 1) return "expected \", as $N\" with N from 1";
-      o.positional = n;
-      spec = spec.substr(0, as);
-    }
-    if (auto err = parse_value_spec(spec, o.kind, o.choices, o.default_value); !err.empty())
+    if (auto err = parse_value_spec(line.substr(1, close - 1), o.kind, o.choices, o.default_value); !err.empty())
       return err;
     line.remove_prefix(close + 1);
   }

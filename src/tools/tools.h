@@ -38,9 +38,6 @@ struct OptionSpec {
   // A flag declared "(sets -f folded)": giving it applies that global option
   // (profile's -f prints folded stacks); the script sees no getopt() for it.
   std::optional<GlobalOption> sets;
-  // An option declared "(str, default libc, as $1)": its value (or default)
-  // is positional parameter N rather than a getopt() option.
-  int positional = 0;
   std::string help;
 };
 

@@ -1,0 +1,92 @@
+"""cpudist on work of known shape (tests/runtime/helpers/cpu_work.c): a thread
+that sleeps 10 ms N times is off CPU N times for about 10 ms (-O), and
+between the sleeps on CPU for a few microseconds; two threads spinning on one
+CPU run a scheduler slice at a time."""
+import os
+import unittest
+
+from cpuwork import Work
+from histrun import json_hists, text_hists, total
+from toolrun import mount_tracefs, run_tool, start_twin
+
+SLEEPS = 30
+
+
+def only(run, unit="usecs"):
+    hists = text_hists(run.lines)
+    return sum((b for (u, _), b in hists.items() if u == unit), [])
+
+
+class CpudistTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_offcpu_sleeps(self):
+        with Work("sleep", 10, SLEEPS) as w:
+            run = run_tool(["cpudist", "-O", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0], "Tracing off-CPU time... Hit Ctrl-C to end.")
+        h = only(run)
+        # Each sleep: 10 ms and the wakeup's delay (8192 -> 16383), a few
+        # more on a busy machine; preemptions add short periods.
+        self.assertGreaterEqual(total(h, low=8192, high=32768), SLEEPS - 3, run)
+        self.assertLessEqual(total(h, low=8192), SLEEPS, run)
+
+    def test_oncpu_periods(self):
+        # 20 spins of 4 ms, each ending in a 2 ms sleep: at least 20 on-CPU
+        # periods, most of about 4 ms (split in shorter ones when preempted).
+        steps = []
+        for _ in range(20):
+            steps += ["spin", 4, "sleep", 2, 1]
+        with Work(*steps) as w:
+            run = run_tool(["cpudist", "-p", str(w.pid), "-P"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0], "Tracing on-CPU time... Hit Ctrl-C to end.")
+        h = text_hists(run.lines)[("usecs", "pid = %d, comm = cpu_work" % w.pid)]
+        self.assertGreaterEqual(total(h), 20, run)
+        self.assertGreaterEqual(total(h, low=512, high=8192), 10, run)
+
+    def test_milliseconds_json(self):
+        with Work("sleep", 10, SLEEPS) as w:
+            run = run_tool(["-f", "json", "cpudist", "-O", "-m", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        h = json_hists(run)[("@msecs", "")]
+        # 10 ms sleeps: 8 -> 15 ms.
+        self.assertGreaterEqual(total(h, low=8, high=32), SLEEPS - 3, run)
+
+    def test_same_numbers_as_libbpf_tools(self):
+        if not os.path.exists("/usr/sbin/cpudist"):
+            self.skipTest("libbpf-tools not installed")
+        # Off-CPU time: both count every period off CPU.
+        with Work("sleep", 10, SLEEPS) as w:
+            twin = start_twin(["/usr/sbin/cpudist", "-O", "-p", str(w.pid)], "Tracing")
+            try:
+                run = run_tool(["cpudist", "-O", "-p", str(w.pid)], w.run)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        ours, their = only(run), only(theirs)
+        self.assertGreaterEqual(total(their, low=8192), SLEEPS - 3, theirs)
+        self.assertLessEqual(abs(total(ours, low=8192) - total(their, low=8192)), 2, (run, theirs))
+        # On-CPU time of two spinners sharing a CPU: every period ends in a
+        # preemption, which libbpf-tools' cpudist counts too.
+        with Work("spin", 500, cpu=0) as a, Work("spin", 500, cpu=0) as b:
+            twin = start_twin(["/usr/sbin/cpudist", "-p", str(a.pid)], "Tracing")
+            try:
+                def work():
+                    a.go()
+                    b.go()
+                    a.wait_done()
+                    b.wait_done()
+                run = run_tool(["cpudist", "-p", str(a.pid)], work)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        ours, their = total(only(run), low=1024), total(only(theirs), low=1024)
+        self.assertGreaterEqual(their, 10, theirs)
+        self.assertLessEqual(abs(ours - their), max(3, their // 5), (run, theirs))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,165 @@
+"""profile and offcputime on work of known shape (tests/runtime/helpers/
+cpu_work.c): profile's stacks of a spinning process name cpu_spin() under
+main(); offcputime's name the sleeping function with the time it slept, the
+pipe reader and its waker; libbpf-tools' offcputime sums the same time."""
+import os
+import time
+import unittest
+
+from cpuwork import Work
+from stacks import stacks, with_frame
+from toolrun import Process, mount_tracefs, run_tool
+
+
+class ProfileTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_stacks_name_the_spinning_function(self):
+        with Work("spin", 700) as w:
+            run = run_tool(["profile", "-F", "199", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0],
+                         "Sampling at 199 Hertz of PID [%d] by user + kernel... Hit Ctrl-C to end." % w.pid)
+        parsed = stacks(run.lines)
+        spin = with_frame(parsed, "cpu_spin", w.pid)
+        self.assertTrue(spin, run)
+        for frames, comm, pid, _ in spin:
+            self.assertEqual(comm, "cpu_work")
+            self.assertEqual(frames[frames.index("cpu_spin") + 1], "main", frames)
+        # 700 ms at 199 Hz is 139 samples when the spinner has the CPU to
+        # itself; other work on the machine takes some.
+        n = sum(s[3] for s in spin)
+        self.assertTrue(20 <= n <= 150, (n, run))
+        self.assertGreaterEqual(n, 0.8 * sum(s[3] for s in parsed), run)
+
+    def test_user_and_kernel_only(self):
+        with Work("spin", 300, "calls", 200000) as w:
+            run = run_tool(["profile", "-U", "-p", str(w.pid), "-F", "499"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        frames = {f for s in stacks(run.lines) for f in s[0]}
+        self.assertIn("cpu_spin", frames)
+        self.assertFalse({"do_syscall_64", "entry_SYSCALL_64_after_hwframe"} & frames, run)
+        with Work("calls", 300000) as w:
+            run = run_tool(["profile", "-K", "-p", str(w.pid), "-F", "499"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        parsed = stacks(run.lines)
+        frames = {f for s in parsed for f in s[0]}
+        self.assertFalse({"cpu_calls", "main"} & frames, run)
+        self.assertIn("do_syscall_64", frames, run)
+
+    def test_duration_and_json(self):
+        with Work("spin", 1500) as w:
+            w.go()
+            start = time.time()
+            run = run_tool(["-f", "json", "profile", "-p", str(w.pid), "1"], settle=2.5)
+            w.wait_done()
+        self.assertEqual(run.rc, 0, run)
+        events = [e["data"] for e in run.json("event")]
+        self.assertTrue(events, run)
+        for e in events:
+            self.assertEqual(sorted(e), ["comm", "kstack", "pid", "samples", "ustack"])
+            self.assertEqual(e["pid"], w.pid)
+        spin = [e for e in events if "    cpu_spin\n    main\n" in e["ustack"]]
+        # About 49 samples in the one second.
+        self.assertTrue(10 <= sum(e["samples"] for e in spin) <= 55, events)
+
+    def test_folded(self):
+        with Work("spin", 500) as w:
+            run = run_tool(["profile", "-f", "-F", "199", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        # Folded lines only on stdout (the header goes to stderr): the
+        # process name, then the user frames root first, then kernel frames.
+        spin = [l for l in run.lines if ";main;cpu_spin" in l]
+        self.assertTrue(spin, run)
+        for line in run.lines:
+            self.assertRegex(line, r"^cpu_work;\S+ \d+$")
+        self.assertIn("Sampling at 199 Hertz", run.stderr)
+        self.assertGreaterEqual(sum(int(l.rsplit(" ", 1)[1]) for l in spin), 10, run)
+
+    def test_help_and_bad_options(self):
+        import subprocess
+        from toolrun import BPFSCOPE
+        r = subprocess.run([BPFSCOPE, "profile", "-h"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("-F, --frequency=FREQUENCY", r.stdout)
+        r = subprocess.run([BPFSCOPE, "profile", "-U", "-K", "1"], capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cannot be used together", r.stderr)
+
+
+class OffcputimeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_sleeper_pipe_reader_and_waker(self):
+        with Work("sleep", 20, 10, "pipe", 15, 10) as w:
+            run = run_tool(["offcputime", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0],
+                         "Tracing off-CPU time (us) of PID %d by user + kernel stack... Hit Ctrl-C to end." % w.pid)
+        parsed = stacks(run.lines)
+        sleep = with_frame(parsed, "cpu_sleep", w.pid)
+        self.assertEqual(len(sleep), 1, run)
+        frames, comm, _, us = sleep[0]
+        self.assertEqual(comm, "cpu_work")
+        self.assertIn("do_nanosleep", frames)
+        self.assertEqual(frames[frames.index("cpu_sleep") + 1], "main", frames)
+        # 10 sleeps of 20 ms, each a little longer (timer slack, wakeup, and
+        # the wait for a CPU on a busy machine).
+        self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
+        reader = with_frame(parsed, "cpu_pipe_wait", w.pid)
+        self.assertTrue(reader and all("anon_pipe_read" in s[0] or "pipe_read" in s[0] for s in reader), run)
+        self.assertTrue(140000 <= sum(s[3] for s in reader) <= 10 * 35000, run)
+        # The waker thread naps 15 ms before each write.
+        nap = with_frame(parsed, "cpu_waker_nap")
+        self.assertTrue(nap, run)
+        self.assertNotEqual(nap[0][2], w.pid)
+        self.assertTrue(150000 <= sum(s[3] for s in nap) <= 10 * 35000, run)
+
+    def test_min_block_time_and_json(self):
+        with Work("sleep", 5, 20, "sleep", 60, 3) as w:
+            run = run_tool(["-f", "json", "offcputime", "-p", str(w.pid), "-m", "30000"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        events = [e["data"] for e in run.json("event")]
+        sleeps = [e for e in events if "    cpu_sleep\n" in e["ustack"]]
+        # The 5 ms sleeps are under the minimum: only the three of 60 ms count.
+        self.assertEqual(len(sleeps), 1, events)
+        self.assertTrue(180000 <= sleeps[0]["us"] <= 3 * 90000, sleeps)
+        self.assertEqual(sorted(sleeps[0]), ["comm", "kstack", "tid", "us", "ustack"])
+
+    def test_folded(self):
+        with Work("sleep", 20, 10) as w:
+            run = run_tool(["offcputime", "-f", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        sleep = [l for l in run.lines if ";main;cpu_sleep;" in l]
+        self.assertEqual(len(sleep), 1, run)
+        self.assertRegex(sleep[0], r"^cpu_work;.*;cpu_sleep;.*do_nanosleep_\[k\];.*\d+$")
+        us = int(sleep[0].rsplit(" ", 1)[1])
+        self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
+
+    def test_same_numbers_as_libbpf_tools(self):
+        if not os.path.exists("/usr/sbin/offcputime"):
+            self.skipTest("libbpf-tools not installed")
+        with Work("sleep", 20, 10) as w:
+            # libbpf-tools' offcputime prints nothing until its summary: ready
+            # once it has loaded (a moment after it started).
+            twin = Process(["stdbuf", "-oL", "/usr/sbin/offcputime", "-p", str(w.pid)], lambda ls: True)
+            time.sleep(1.5)
+            try:
+                run = run_tool(["offcputime", "-p", str(w.pid)], w.run)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        ours = with_frame(stacks(run.lines), "cpu_sleep", w.pid)
+        their = with_frame(stacks(theirs.lines), "cpu_sleep", w.pid)
+        self.assertEqual(len(ours), 1, run)
+        self.assertTrue(their, theirs)
+        a, b = ours[0][3], sum(s[3] for s in their)
+        self.assertLessEqual(abs(a - b), 0.03 * b, (a, b))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,142 @@
+"""runqlat and runqlen on work of known shape (tests/runtime/helpers/cpu_work.c):
+a process that sleeps N times is woken N times, so runqlat -p counts N
+latencies; two processes spinning on one CPU wait for each other a
+scheduler slice at a time, which runqlat shows as run-queue latency and
+runqlen as a queued thread on that CPU."""
+import os
+import unittest
+
+from cpuwork import Work
+from histrun import json_hists, text_hists, total
+from toolrun import mount_tracefs, run_tool, start_tool, start_twin
+
+SLEEPS = 40
+
+
+def count(run, unit="usecs"):
+    hists = text_hists(run.lines)
+    return sum(total(b) for (u, _), b in hists.items() if u == unit)
+
+
+class RunqlatTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_counts_wakeups(self):
+        # Each nanosleep ends in one wakeup; "go" on stdin is one more, and a
+        # preemption on a busy machine may add a few.
+        with Work("sleep", 5, SLEEPS) as w:
+            run = run_tool(["runqlat", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0], "Tracing run queue latency... Hit Ctrl-C to end.")
+        n = count(run)
+        self.assertTrue(SLEEPS <= n <= SLEEPS + 12, (n, run))
+
+    def test_per_process_and_milliseconds(self):
+        with Work("sleep", 5, SLEEPS) as w:
+            run = run_tool(["runqlat", "-P", "-m", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        hists = text_hists(run.lines)
+        self.assertEqual(list(hists), [("msecs", "pid = %d, comm = cpu_work" % w.pid)], run)
+        self.assertTrue(SLEEPS <= total(list(hists.values())[0]) <= SLEEPS + 12, run)
+
+    def test_spinners_on_one_cpu_wait(self):
+        # Two spinners on CPU 0 take turns: each waits about a slice (a few
+        # ms) each time the other runs.
+        with Work("spin", 600, cpu=0) as a, Work("spin", 600, cpu=0) as b:
+            def work():
+                a.go()
+                b.go()
+                a.wait_done()
+                b.wait_done()
+            run = run_tool(["runqlat", "-P"], work)
+        self.assertEqual(run.rc, 0, run)
+        hists = text_hists(run.lines)
+        for w in (a, b):
+            h = hists.get(("usecs", "pid = %d, comm = cpu_work" % w.pid))
+            self.assertIsNotNone(h, run)
+            self.assertGreaterEqual(total(h, low=512), 10, (w.pid, h))
+
+    def test_intervals_json(self):
+        with Work("sleep", 5, 400) as w:
+            w.go()
+            run = run_tool(["-f", "json", "runqlat", "-p", str(w.pid), "1", "2"], settle=3)
+        self.assertEqual(run.rc, 0, run)
+        hists = run.json("hist")
+        # Two intervals, then the tool exits by itself (nothing more at exit).
+        self.assertEqual(len(hists), 2, run)
+        for h in hists:
+            buckets = h["data"]["@usecs"]
+            n = sum(b["count"] for b in buckets)
+            # 5 ms sleeps: about 190 a second (fewer when the CPUs are busy).
+            self.assertTrue(50 <= n <= 260, (n, h))
+
+    def test_timestamp(self):
+        run = run_tool(["runqlat", "-T", "1", "1"], settle=1.5)
+        self.assertEqual(run.rc, 0, run)
+        self.assertRegex(run.lines[2], r"^\d\d:\d\d:\d\d$", run)
+        self.assertIn(("usecs", ""), text_hists(run.lines))
+
+    def test_same_numbers_as_libbpf_tools(self):
+        if not os.path.exists("/usr/sbin/runqlat"):
+            self.skipTest("libbpf-tools not installed")
+        with Work("sleep", 5, SLEEPS) as w:
+            twin = start_twin(["/usr/sbin/runqlat", "-p", str(w.pid)], "Tracing")
+            try:
+                run = run_tool(["runqlat", "-p", str(w.pid)], w.run)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        ours, their_n = count(run), count(theirs)
+        self.assertTrue(SLEEPS <= their_n, theirs)
+        self.assertLessEqual(abs(ours - their_n), 4, (run, theirs))
+
+
+class RunqlenTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_spinners_queue_on_their_cpu(self):
+        with Work("spin", 800, cpu=0) as a, Work("spin", 800, cpu=0) as b:
+            def work():
+                a.go()
+                b.go()
+                a.wait_done()
+                b.wait_done()
+            p = start_tool(["runqlen", "-C", "-O", "-f", "199"])
+            try:
+                work()
+            finally:
+                p.stop()
+            run = p.finish()
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0], "Sampling run queue length... Hit Ctrl-C to end.")
+        occ = {}
+        for line in run.lines:
+            if line.startswith("runqocc, CPU "):
+                cpu, pct = line[len("runqocc, CPU "):].split()
+                occ[int(cpu)] = float(pct.rstrip("%"))
+        # CPU 0 always has one spinner waiting while the other runs.
+        self.assertGreater(occ.get(0, 0), 80, run)
+
+    def test_histogram_json(self):
+        with Work("spin", 1600, cpu=0) as a, Work("spin", 1600, cpu=0) as b:
+            p = start_tool(["-f", "json", "runqlen", "-C", "1", "1"])
+            a.go()
+            b.go()
+            run = p.finish()
+            a.wait_done()
+            b.wait_done()
+        self.assertEqual(run.rc, 0, run)
+        hists = json_hists(run)
+        # One interval (the tool exits by itself): about 99 samples on CPU 0,
+        # nearly all with a spinner waiting.
+        cpu0 = hists[("@runqlen", "0")]
+        self.assertTrue(80 <= sum(c for _, _, c in cpu0) <= 120, (cpu0, run))
+        self.assertLessEqual(sum(c for lo, _, c in cpu0 if lo == 0), 5, cpu0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,112 @@
+"""syscount on a process that makes a known number of system calls
+(tests/runtime/helpers/cpu_work.c `calls N`: N getppid() and N close(-1),
+which fail with EBADF): the counts are exact, -x and -e keep the failures,
+and libbpf-tools' syscount counts the same."""
+import os
+import re
+import time
+import unittest
+
+from cpuwork import Work
+from toolrun import mount_tracefs, run_tool, start_twin
+
+N = 3000
+
+
+def table(lines, first="SYSCALL"):
+    """{key: [columns]} of the rows after the last header that starts with `first`."""
+    rows, cur = {}, None
+    for line in lines:
+        if line.startswith(first):
+            cur = {}
+            rows = cur
+        elif cur is not None and line.strip() and not line.startswith("["):
+            cols = line.split()
+            if first == "SYSCALL":
+                cur[cols[0]] = cols[1:]
+            else:
+                cur[(int(cols[0]), cols[1])] = cols[2:]
+    return rows
+
+
+class SyscountTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mount_tracefs()
+
+    def test_counts(self):
+        with Work("calls", N) as w:
+            run = run_tool(["syscount", "-p", str(w.pid)], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0], "Tracing syscalls, printing top 10... Ctrl+C to quit.")
+        self.assertRegex(run.lines[1], r"^\[\d\d:\d\d:\d\d\]$")
+        self.assertEqual(run.lines[2], "SYSCALL                   COUNT")
+        rows = table(run.lines)
+        self.assertEqual(rows["getppid"], [str(N)], run)
+        self.assertEqual(rows["close"], [str(N)], run)
+        # Busiest first, columns as libbpf-tools prints them.
+        self.assertIn(run.lines[3].split()[0], ("getppid", "close"))
+        self.assertRegex(run.lines[3], r"^\S+ {2,}\d+$")
+        self.assertEqual(len(run.lines[3]), 31, run.lines[3])
+
+    def test_failures_and_errno(self):
+        for args in (["-x"], ["-e", "9"], ["--errno", "9"]):
+            with self.subTest(args=args), Work("calls", N) as w:
+                run = run_tool(["syscount", "-p", str(w.pid)] + args, w.run)
+                self.assertEqual(run.rc, 0, run)
+                self.assertEqual(table(run.lines), {"close": [str(N)]}, run)
+        with Work("calls", N) as w:
+            run = run_tool(["syscount", "-p", str(w.pid), "-e", "2"], w.run)
+        self.assertEqual(table(run.lines), {}, run)
+
+    def test_latency_process_and_top(self):
+        with Work("calls", N) as w:
+            run = run_tool(["syscount", "-p", str(w.pid), "-L", "-P"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[2], "PID    COMM               COUNT        TIME (us)")
+        rows = table(run.lines, "PID")
+        count, us = rows[(w.pid, "cpu_work")]
+        # 2N calls, and the few of startup and stdin/stdout around them.
+        self.assertTrue(2 * N <= int(count) <= 2 * N + 20, run)
+        self.assertRegex(us, r"^\d+\.\d{3}$")
+        self.assertGreater(float(us), 0)
+        with Work("calls", N) as w:
+            run = run_tool(["syscount", "-p", str(w.pid), "-L", "-m", "-T", "1"], w.run)
+        self.assertEqual(run.lines[2], "SYSCALL                   COUNT        TIME (ms)")
+        self.assertEqual(len(table(run.lines)), 1, run)
+
+    def test_interval_and_duration(self):
+        start = time.time()
+        run = run_tool(["syscount", "-i", "1", "-d", "2"], settle=4)
+        self.assertEqual(run.rc, 0, run)
+        self.assertLess(time.time() - start, 8)
+        stamps = [l for l in run.lines if re.match(r"^\[\d\d:\d\d:\d\d\]$", l)]
+        self.assertEqual(len(stamps), 2, run)
+
+    def test_json(self):
+        with Work("calls", N) as w:
+            run = run_tool(["-f", "json", "syscount", "-p", str(w.pid), "-L"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        tables = run.json("table")
+        self.assertEqual(len(tables), 1, run)
+        rows = {r["syscall"]: r for r in tables[0]["data"]}
+        self.assertEqual(rows["getppid"]["count"], N)
+        self.assertIsInstance(rows["getppid"]["time (us)"], float)
+
+    def test_same_numbers_as_libbpf_tools(self):
+        if not os.path.exists("/usr/sbin/syscount"):
+            self.skipTest("libbpf-tools not installed")
+        with Work("calls", N) as w:
+            twin = start_twin(["/usr/sbin/syscount", "-p", str(w.pid)], "Tracing")
+            try:
+                run = run_tool(["syscount", "-p", str(w.pid)], w.run)
+            finally:
+                twin.stop()
+            theirs = twin.finish()
+        ours, their = table(run.lines), table(theirs.lines)
+        for name in ("getppid", "close"):
+            self.assertEqual(ours[name], their[name], (run, theirs))
+
+
+if __name__ == "__main__":
+    unittest.main()
