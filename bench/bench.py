@@ -398,9 +398,18 @@ def tool_configs():
     cfgs = []
     have = {t: os.access(os.path.join(LIBBPF_TOOLS, t), os.X_OK)
             for t in ("tcplife", "tcpstates")}
-    for tool, header in (("tcplife", "PID"), ("tcpstates", "SKADDR")):
+    # The disk and CPU tools: libbpf-tools' biolatency and runqlat print a
+    # header once attached; its biosnoop does not load here (fentry) and its
+    # offcputime prints nothing until its summary, so those two are timed
+    # for bpfscope alone.
+    twins = {"tcplife": True, "tcpstates": True, "biolatency": True, "runqlat": True,
+             "biosnoop": False, "offcputime": False}
+    headers = (("tcplife", "PID"), ("tcpstates", "SKADDR"), ("biolatency", "Tracing block device I/O"),
+               ("biosnoop", "TIME(s)"), ("offcputime", "Tracing off-CPU time"),
+               ("runqlat", "Tracing run queue latency"))
+    for tool, header in headers:
         cfgs.append((tool, "bpfscope", [BPFSCOPE, tool], header, NOTIFY))
-        if have[tool]:
+        if twins[tool] and os.access(os.path.join(LIBBPF_TOOLS, tool), os.X_OK):
             cfgs.append((tool, "libbpf-tools", [os.path.join(LIBBPF_TOOLS, tool)],
                          header, header))
         if tool == "tcplife":
