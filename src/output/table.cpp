@@ -57,6 +57,7 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
                 uint64_t limit) {
   struct Row {
     Value key;
+    std::string key_text;  // joins the maps' entries, and breaks ties
     std::vector<Value> values;
     double total = 0;
   };
@@ -64,8 +65,9 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
   std::unordered_map<std::string, size_t> index;
   for (size_t m = 0; m < maps.size(); ++m) {
     for (const auto& [key, agg] : maps[m]->entries) {
-      auto [it, added] = index.try_emplace(key_text(key), rows.size());
-      if (added) rows.push_back(Row{key, std::vector<Value>(maps.size(), Value::of_int(0)), 0});
+      std::string text = key_text(key);
+      auto [it, added] = index.try_emplace(text, rows.size());
+      if (added) rows.push_back(Row{key, std::move(text), std::vector<Value>(maps.size(), Value::of_int(0)), 0});
       Row& r = rows[it->second];
       r.values[m] = entry_number(*maps[m], agg);
       r.total += r.values[m].as_double();
@@ -73,11 +75,9 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
   }
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0);
-  std::vector<std::string> keys(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) keys[i] = key_text(rows[i].key);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (rows[a].total != rows[b].total) return rows[a].total > rows[b].total;
-    return keys[a] < keys[b];
+    return rows[a].key_text < rows[b].key_text;
   });
   if (limit != 0 && order.size() > limit) order.resize(limit);
   Table t;

@@ -32,7 +32,7 @@ output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t li
       names.push_back(fmt::format("{:x}", addr));
       continue;
     }
-    names.push_back(user ? user_frame(pid, addr, false) : kernel_.name(addr).value_or(symbols::hex_address(addr)));
+    names.push_back(symbol(user, addr, pid));
     if (bcc) {
       out += fmt::format("    {}\n", names.back());
       continue;
