@@ -60,6 +60,10 @@ struct TracepointField {
   // Added: "__rel_loc" (data_loc is set too): the data offset in the u32 is
   // relative to the end of this field, not to the start of the record.
   bool rel_loc = false;
+
+  // "char", "unsigned char", "const char": text, as opposed to other byte
+  // arrays (__u8 saddr[4]).
+  bool is_char() const { return type.rfind("char", 0) == 0 || type.find(" char") != std::string::npos; }
 };
 
 struct TracepointFormat {

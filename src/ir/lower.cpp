@@ -994,8 +994,22 @@ Val Lowerer::args_field(const Expr& e, const Type& t) {
     zero(dst, 0, t.mem_size());
     uint32_t n = std::min(field->array_len, t.size);
     VregId src = b_.alu_imm(AluOp::Add, ctx_, field->offset);
-    b_.call(BPF_FUNC_probe_read_kernel, {dst, b_.imm(n), src});
-    // A char array need not be NUL-terminated; the capacity keeps one NUL.
+    if (!field->is_char()) {
+      b_.call(BPF_FUNC_probe_read_kernel, {dst, b_.imm(n), src});  // raw bytes (__u8 saddr[4])
+      return Val{.reg = dst, .type = t};
+    }
+    // Text: copied up to its NUL only. The bytes after it are whatever the
+    // trace buffer held before, and in a map key they would split one
+    // string into several keys (@ios[WS] twice).
+    VregId len = b_.call(BPF_FUNC_probe_read_kernel_str, {dst, b_.imm(n), src});
+    // A char array need not be NUL-terminated: when the copy filled the
+    // buffer, its last byte is the array's own (its NUL or last char).
+    BlockId full = b_.new_block(), done = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, len, n, full, done);
+    b_.set_block(full);
+    b_.store(1, dst, static_cast<int32_t>(n - 1), b_.load(1, ctx_, static_cast<int32_t>(field->offset + n - 1)));
+    b_.jump(done);
+    b_.set_block(done);
     return Val{.reg = dst, .type = t};
   }
   // Loads the C type's width (sema's type) from the field's offset: the

@@ -16,11 +16,10 @@ namespace bpfscope::sema::detail {
 // The type of a tracepoint field as bpfscope sees it.
 Type field_type(const bpf::TracepointField& f, std::string_view category, uint32_t max_strlen) {
   if (f.data_loc) return Type::string(max_strlen);
-  bool is_char = f.type.rfind("char", 0) == 0 || f.type.find(" char") != std::string::npos;
   // char[N] is a string; other byte arrays (__u8 saddr[4], daddr_v6[16])
   // are kept as N raw bytes too, for ntop() and comparisons.
   bool byte_elems = f.array_len > 0 && f.size == f.array_len;
-  if (f.array_len > 0 && (is_char || byte_elems)) return Type::string(f.array_len);
+  if (f.array_len > 0 && (f.is_char() || byte_elems)) return Type::string(f.array_len);
   // Syscall formats store every argument in 8 bytes and say signed:0; the C
   // type name gives the real width and signedness (an `int dfd` of -100).
   struct CType {
