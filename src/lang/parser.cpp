@@ -987,7 +987,7 @@ ExprId Parser::parse_primary() {
 ExprId Parser::parse_paren() {
   const uint32_t start = tok_.begin;
   advance();
-  if (at(Tok::Ident) && peek().kind == Tok::Assign) return parse_record(start);
+  if ((at(Tok::Ident) || at(Tok::String)) && peek().kind == Tok::Assign) return parse_record(start);
   const ExprId first = parse_expr();
   if (!at(Tok::Comma)) {
     expect(Tok::RParen);
@@ -999,12 +999,14 @@ ExprId Parser::parse_paren() {
   return add(ExprKind::Tuple, {start, prev_end_}, std::move(items));
 }
 
-// At the first field of a record (a=1, b="x") (0.25), after its '('.
+// At the first field of a record (a=1, b="x") (0.25), after its '('. A
+// quoted name may hold spaces ("Local Address" = ...), a bpfscope extension
+// for the "name = value" lines of libbpf-tools' histograms.
 ExprId Parser::parse_record(uint32_t start) {
   std::vector<ExprId> items;
   std::vector<std::string> names;
   do {
-    if (!at(Tok::Ident)) {
+    if (!at(Tok::Ident) && !at(Tok::String)) {
       unexpected("field name");
       break;
     }

@@ -275,4 +275,34 @@ std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLay
   return out;
 }
 
+// print((@usecs, @AVG)): in the bcc layout, each histogram's label line
+// ends with the other maps' values for its key (" [AVG 16]", libbpf-tools'
+// tcprtt -e; an unkeyed histogram's label is the notes alone). Otherwise
+// the maps one after another, as print() of each would.
+std::string hist_notes_text(const MapSnapshot& hist, const std::vector<const MapSnapshot*>& notes, HistLayout layout,
+                            bool percentiles) {
+  if (layout != HistLayout::Bcc || hist.hist.bits != 0) {
+    std::string out = map_text(hist, 0, 0, layout, percentiles);
+    for (const MapSnapshot* n : notes) out += map_text(*n, 0, 0, layout, percentiles);
+    return out;
+  }
+  std::string out;
+  for (const auto& [key, agg] : select_entries(hist, 0)) {
+    std::string label = hist.keyed ? key_label(key) : "";
+    const std::string text = key_text(key);
+    for (const MapSnapshot* n : notes) {
+      const auto it = std::find_if(n->entries.begin(), n->entries.end(),
+                                   [&](const Entry& e) { return !hist.keyed || key_text(e.first) == text; });
+      if (it == n->entries.end()) continue;
+      const Value v = n->kind == AggKind::Avg ? average(it->second, n->value_signed) : it->second.value;
+      label += fmt::format("{}[{} {}]", label.empty() ? "" : " ", n->name.substr(1), to_text(v));
+    }
+    if (!label.empty()) out += label + "\n";
+    out += log2_table(agg.buckets, hist.name.size() > 1 ? hist.name.substr(1) : "value");
+    if (percentiles) out += percentiles_text(estimate_percentiles(hist, agg.buckets));
+    out += '\n';
+  }
+  return out;
+}
+
 }  // namespace bpfscope::output

@@ -125,6 +125,11 @@ enum class HistLayout { Bpftrace, Bcc };
 std::string map_text(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0,
                      HistLayout layout = HistLayout::Bpftrace, bool percentiles = false);
 
+// print((@usecs, @AVG)): a histogram map with the values of other maps of
+// its key on each entry's label line, in the bcc layout ("[AVG 16]").
+std::string hist_notes_text(const MapSnapshot& hist, const std::vector<const MapSnapshot*>& notes, HistLayout layout,
+                            bool percentiles);
+
 // The histogram body only (the bucket lines), for one entry.
 std::string hist_text(const std::vector<uint64_t>& buckets, int bits);
 std::string lhist_text(const std::vector<uint64_t>& buckets, int64_t min, int64_t max, int64_t step);

@@ -688,6 +688,15 @@ class Session {
         for (int32_t i : a.table_maps) snaps.push_back(read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get()));
         std::vector<const output::MapSnapshot*> maps;
         for (const auto& s : snaps) maps.push_back(&s);
+        if (a.table_hist) {
+          const std::vector<const output::MapSnapshot*> notes(maps.begin() + 1, maps.end());
+          if (o_.json) {
+            for (const auto* m : maps) emit_out(output::json_map(*m, 0, 0, o_.percentiles));
+          } else {
+            emit_out(output::hist_notes_text(*maps[0], notes, o_.hist_layout, o_.percentiles));
+          }
+          break;
+        }
         auto table = output::join_maps(maps, a.table_divisors, args[0].u);
         emit_out(o_.json ? output::json_table(table, a.arg_names) : output::table_text(table, a.arg_names, a.printf_format));
         break;

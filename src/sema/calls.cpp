@@ -169,6 +169,9 @@ Type Checker::call(ExprId id) {
     case Function::Print: {
       const Expr& a = ast_.expr(e.args[0]);
       if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() > 1) return print_table(id);
+      if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() == 1 && !a.args.empty() &&
+          ast_.expr(a.args[0]).kind == ExprKind::Map && ast_.expr(a.args[0]).args.empty())
+        return print_hist_notes(id);
       if (a.kind == ExprKind::Map && a.args.empty()) {
         if (e.args.size() > 3) {
           error(e.loc, fmt::format("print() requires 1 to 3 arguments ({} provided)", e.args.size()));
@@ -974,6 +977,13 @@ namespace {
 
 // Keys of two maps that can be joined: the same kinds field by field
 // (integers of any size, strings of any length).
+// A map whose values a table or a histogram's label shows: one number per key.
+bool holds_numbers(const MapInfo& m) {
+  using output::AggKind;
+  return m.agg == AggKind::Count || m.agg == AggKind::Sum || m.agg == AggKind::Avg || m.agg == AggKind::Min ||
+         m.agg == AggKind::Max || (m.agg == AggKind::Plain && m.value.is_int());
+}
+
 bool same_shape(const Type& a, const Type& b) {
   if (a.is_int() && b.is_int()) return true;
   if (a.kind != b.kind) return false;
@@ -985,6 +995,45 @@ bool same_shape(const Type& a, const Type& b) {
 }
 
 }  // namespace
+
+// print((@usecs, @AVG)): a histogram map, and on each entry's label line
+// the values of number maps of the same key, as " [AVG 16]" (libbpf-tools'
+// tcprtt -e). A bpfscope extension, printed through the table action.
+Type Checker::print_hist_notes(ExprId id) {
+  const Expr& e = ast_.expr(id);
+  const Expr& tuple = ast_.expr(e.args[0]);
+  const auto usage = [&](const lang::Loc& loc, std::string_view why) {
+    error(loc, fmt::format("print() of a histogram with notes: {} (print((@usecs, @AVG)))", why));
+    return Type::none();
+  };
+  std::vector<int32_t> maps;
+  for (size_t i = 0; i < tuple.args.size(); ++i) {
+    const Expr& m = ast_.expr(tuple.args[i]);
+    if (m.kind != ExprKind::Map || !m.args.empty()) return usage(m.loc, "each element is a map without a key");
+    MapInfo* info = whole_map(tuple.args[i]);
+    if (!info) return Type::none();
+    if (pruned_map(m.name)) {  // a map the command line left out: empty
+      maps.push_back(out_.map_of[tuple.args[i]]);
+      continue;
+    }
+    if (i == 0 && info->agg != output::AggKind::Hist) return usage(m.loc, fmt::format("{} is not a hist() map", info->name));
+    if (i > 0 && !holds_numbers(*info)) return usage(m.loc, fmt::format("{} does not hold numbers", info->name));
+    if (i > 0 && !pruned_map(out_.maps[maps[0]].name)) {
+      const MapInfo& first = out_.maps[maps[0]];
+      if (info->keyed != first.keyed || (info->keyed && !same_shape(first.key, info->key)))
+        return usage(m.loc, fmt::format("{} has other keys than {}", info->name, first.name));
+    }
+    maps.push_back(out_.map_of[tuple.args[i]]);
+  }
+  int32_t act = add_action(ActionKind::Table, e.loc, {Type::integer(8, false)});
+  auto& a = out_.actions[act];
+  a.table_maps = std::move(maps);
+  a.table_divisors.assign(a.table_maps.size(), output::TableDivisor{});
+  a.table_hist = true;
+  out_.action_of[id] = act;
+  set(e.args[0], Type::none());
+  return Type::none();
+}
 
 // print((@a, @b / 1024, @c / 1000.0), rows, "FORMAT", "NAMES"): the maps,
 // which share a key type, joined into one table by key (a bpfscope
@@ -1024,11 +1073,7 @@ Type Checker::print_table(ExprId id) {
     if (m.kind != ExprKind::Map || !m.args.empty()) return usage(m.loc, "each column is a map without a key");
     MapInfo* info = whole_map(map_id);
     if (!info) return Type::none();
-    using output::AggKind;
-    const bool number = info->agg == AggKind::Count || info->agg == AggKind::Sum || info->agg == AggKind::Avg ||
-                        info->agg == AggKind::Min || info->agg == AggKind::Max ||
-                        (info->agg == AggKind::Plain && info->value.is_int());
-    if (!number) return usage(m.loc, fmt::format("{} does not hold numbers", info->name));
+    if (!holds_numbers(*info)) return usage(m.loc, fmt::format("{} does not hold numbers", info->name));
     if (!info->keyed) return usage(m.loc, fmt::format("{} has no keys", info->name));
     if (key && !same_shape(*key, info->key)) return usage(m.loc, fmt::format("{} has other keys than the first map", info->name));
     key = &info->key;

@@ -137,6 +137,7 @@ struct Action {
   // printf_format and the column names arg_names.
   std::vector<int32_t> table_maps;
   std::vector<output::TableDivisor> table_divisors;
+  bool table_hist = false;          // print((@usecs, @AVG)): a histogram with notes
   uint32_t probe_index = 0;         // the AST probe that sends it
   lang::Loc loc;
 };

@@ -52,8 +52,28 @@ class TcprttTest(unittest.TestCase):
             counts[(int(low), int(high))] = int(count)
         self.assertGreater(sum(counts.values()), 0, run)
         self.assertTrue(all(low < 10000 for (low, high), n in counts.items() if n), run)
-        self.assertTrue(any(l.startswith("@avg: ") for l in run.lines), run)
+        # libbpf-tools' label line, with -e the average (whole microseconds).
+        label = run.lines[run.lines.index("     usecs               : count    distribution") - 1]
+        self.assertRegex(label, r"^All Addresses = \*{6} \[AVG \d+\]$")
         self.assertEqual(other.lines, ["Tracing TCP RTT... Hit Ctrl-C to end."], other)
+
+    def test_histograms_by_address(self):
+        # -p keeps the server's socket (A, port 5816): one histogram per
+        # local address with -b, per remote address with -B, IPv4 and IPv6.
+        with NetnsPair("rttb") as pair:
+            def labels(args):
+                run = run_tool(["tcprtt", "-p", "5816"] + args,
+                               lambda: (tcp_session(pair, "a", pair.addr4["a"], 5816, 300000, 10),
+                                        tcp_session(pair, "a", pair.addr6["a"], 5816, 300000, 10)))
+                self.assertEqual(run.rc, 0, run)
+                heads = [i for i, l in enumerate(run.lines) if l.strip().startswith("usecs")]
+                return sorted(run.lines[i - 1] for i in heads)
+            local = labels(["-b"])
+            self.assertEqual(local, sorted(["Local Address = " + pair.addr4["a"], "Local Address = " + pair.addr6["a"]]))
+            remote = labels(["-B", "-e"])
+            self.assertEqual(len(remote), 2, remote)
+            for line, addr in zip(remote, sorted([pair.addr4["b"], pair.addr6["b"]])):
+                self.assertRegex(line, r"^Remote Address = %s \[AVG \d+\]$" % addr)
 
     def test_address_filters(self):
         # The server is A; the connections' segments are received at both ends.
@@ -62,7 +82,8 @@ class TcprttTest(unittest.TestCase):
                 run = run_tool(["tcprtt", "-f", "json", "-P", "5815"] + args,
                                lambda: tcp_session(pair, "a", pair.addr4["a"], 5815, 300000, 10))
                 self.assertEqual(run.rc, 0, run)
-                return sum(b["count"] for l in run.lines if '"hist"' in l for b in json.loads(l)["data"]["@usecs"])
+                return sum(b["count"] for l in run.lines if '"hist"' in l
+                           for h in json.loads(l)["data"]["@usecs"].values() for b in h)
             self.assertGreater(count(["-A", pair.addr4["a"]]), 0)
             self.assertGreater(count(["-a", pair.addr4["b"]]), 0)
             self.assertEqual(count(["-A", pair.addr4["b"]]), 0)
@@ -75,7 +96,7 @@ class TcprttTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         hists = [json.loads(l) for l in run.lines if '"hist"' in l]
         self.assertEqual(len(hists), 1, run)
-        buckets = hists[0]["data"]["@msecs"]
+        buckets = hists[0]["data"]["@msecs"]["{.AllAddresses=******}"]
         self.assertGreater(sum(b["count"] for b in buckets), 0)
         self.assertLess(buckets[-1]["max"], 10, buckets)  # under 10 ms on a veth
 
