@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """bpfscope vs bpftrace benchmarks (driven by bench/run.sh).
 
-usage: bench.py BPFSCOPE BPFTRACE TMPDIR [--quick] [--tools-only]
+usage: bench.py BPFSCOPE BPFTRACE TMPDIR [--quick] [--tools-only | --disk-cpu-only]
 TMPDIR must hold the compiled helpers getppid_loop, progstats, maxrss, ready
 and tcpstorm. Every comparison runs the tools in the same run, in interleaved
 rounds. Sections 4 and 5 compare packaged tools (bpfscope tcplife/tcpstates)
 with libbpf-tools' twins (env LIBBPF_TOOLS, default /usr/sbin), and are skipped
-if those are missing. --tools-only runs sections 4 and 5 alone.
+if those are missing; section 6 compares biolatency and runqlat the same way.
+--tools-only runs sections 4 to 6 alone, --disk-cpu-only section 6 alone.
 """
 import os
 import re
@@ -20,9 +21,11 @@ import time
 BPFSCOPE, BPFTRACE, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
 QUICK = "--quick" in sys.argv[4:]
 TOOLS_ONLY = "--tools-only" in sys.argv[4:]
+DISK_CPU_ONLY = "--disk-cpu-only" in sys.argv[4:]
 LIBBPF_TOOLS = os.environ.get("LIBBPF_TOOLS", "/usr/sbin")
 READY = os.path.join(TMP, "ready")
 TCPSTORM = os.path.join(TMP, "tcpstorm")
+PINGPONG = os.path.join(TMP, "pingpong")
 HERE = os.path.dirname(os.path.abspath(__file__))
 # tests/runtime/scripts/tcplife.bt in bpftrace 0.17's dialect
 BPFTRACE_TCPLIFE = os.path.join(HERE, "tcplife-bpftrace017.bt")
@@ -43,6 +46,10 @@ N_STORM = 2_000 if QUICK else 10_000
 # tcplife's silent path: sessions opened and held (tcplife's maps hold 4096
 # sockets in bpfscope, 10240 in libbpf-tools; each session is 2 sockets)
 N_HOLD = 500 if QUICK else 1_500
+# Section 6: direct 4 KiB writes to a loop device (biolatency), pipe round
+# trips between two processes on one CPU (runqlat)
+N_IO = 5_000 if QUICK else 20_000
+N_TRIPS = 20_000 if QUICK else 100_000
 
 PROG_BEGIN = "BEGIN { exit(); }"
 PROG_TP = ("tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); } "
@@ -274,9 +281,11 @@ def main():
     kern = os.uname().release
     log(f"bench: {'quick' if QUICK else 'full'} mode, kernel {kern}, "
         f"{os.cpu_count()} CPUs")
-    if not TOOLS_ONLY:
+    if not TOOLS_ONLY and not DISK_CPU_ONLY:
         main_classic(kern)
-    main_tools(kern)
+    if not DISK_CPU_ONLY:
+        main_tools(kern)
+    main_per_op()
 
 
 def main_classic(kern):
@@ -488,22 +497,13 @@ def hold_storm(n, snapshot):
     return ns, res
 
 
-def storm_run(tool, impl, mode="cycle"):
-    """One tool alone under one storm, bpf_stats on. Returns a dict.
-    mode cycle: N_STORM sessions opened and closed; hold: N_HOLD sessions
-    opened, stats read before they are closed."""
-    n = N_STORM if mode == "cycle" else N_HOLD
-    outfile = os.path.join(TMP, f"storm-{impl}-{tool}.out")
-    errf = open(os.path.join(TMP, f"storm-{impl}-{tool}.err"), "w+b")
-    env = env_for(impl)
-    if impl.startswith("bpfscope"):
-        argv, marker = [BPFSCOPE, tool], NOTIFY
-        env = env_for("bpfscope")
-        if impl == "bpfscope-rb16M":  # tools' default ring buffer is 256 KiB
-            env["BPFTRACE_PERF_RB_PAGES"] = "4096"
-    else:  # line-buffered, so that the header shows when it is ready
-        argv = ["stdbuf", "-oL", os.path.join(LIBBPF_TOOLS, tool)]
-        marker = "PID" if tool == "tcplife" else "SKADDR"
+def traced_run(argv, env, outfile, marker, work):
+    """Starts a tracer, waits for its ready marker in outfile, runs
+    work(snapshot) -> (result, stats after) with bpf_stats on (snapshot() reads
+    the stats), stops it with SIGINT. Returns (result, ran, others, text, err):
+    ran = {prog id: (name, runs, ns, xlated, jited, verified)} of its programs
+    that ran during the work, others = {name: runs} of programs not its own."""
+    errf = open(outfile + ".err", "w+b")
     with open(outfile, "wb") as outf:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=outf,
                              stderr=errf, env=env)
@@ -511,14 +511,10 @@ def storm_run(tool, impl, mode="cycle"):
     p.stdout = None
     try:
         if not wait_file(outfile, marker, 20, p):
-            raise RuntimeError(f"{impl} {tool} did not get ready")
+            raise RuntimeError(f"{argv} did not get ready")
         mine = owned_progs(p.pid)
         before = prog_stats_full()
-        if mode == "cycle":
-            ns_cycle = storm(n)
-            after = prog_stats_full()
-        else:
-            ns_cycle, after = hold_storm(n, prog_stats_full)
+        result, after = work(prog_stats_full)
     finally:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
@@ -530,7 +526,7 @@ def storm_run(tool, impl, mode="cycle"):
         errf.seek(0)
         err = errf.read().decode(errors="replace")
         errf.close()
-    # every program of this tool that ran during the storm
+        os.unlink(outfile + ".err")
     ran = {}
     for i, attached in mine.items():
         if i in before and i in after:
@@ -538,25 +534,157 @@ def storm_run(tool, impl, mode="cycle"):
             dt = after[i][2] - before[i][2]
             if dc > 0:
                 ran[i] = (after[i][3], dc, dt, after[i][4], after[i][5], after[i][6])
-    # programs not ours that also ran (another tracer on the machine)
     others = {after[i][3]: after[i][1] - before[i][1] for i in after
               if i in before and i not in mine and after[i][1] > before[i][1]}
     with open(outfile, errors="replace") as f:
         text = f.read()
-    lines = sum(1 for l in text.splitlines() if "127.0.0.1" in l)
-    lost = max(lost_in(err), lost_in(text))
-    lost += sum(int(x) for x in re.findall(r"[Ll]ost (\d+) events? on CPU", err))
     os.unlink(outfile)
     # wait until this tool's programs are gone (bpfscope releases its links in
     # a background child after exit) so that the next tool runs alone
     deadline = time.time() + 10
     while time.time() < deadline and set(mine) & set(prog_stats_full()):
         time.sleep(0.02)
+    return result, ran, others, text, err
+
+
+def storm_run(tool, impl, mode="cycle"):
+    """One tool alone under one storm, bpf_stats on. Returns a dict.
+    mode cycle: N_STORM sessions opened and closed; hold: N_HOLD sessions
+    opened, stats read before they are closed."""
+    n = N_STORM if mode == "cycle" else N_HOLD
+    outfile = os.path.join(TMP, f"storm-{impl}-{tool}.out")
+    if impl.startswith("bpfscope"):
+        argv, marker = [BPFSCOPE, tool], NOTIFY
+        env = env_for("bpfscope")
+        if impl == "bpfscope-rb16M":  # tools' default ring buffer is 256 KiB
+            env["BPFTRACE_PERF_RB_PAGES"] = "4096"
+    else:  # line-buffered, so that the header shows when it is ready
+        argv = ["stdbuf", "-oL", os.path.join(LIBBPF_TOOLS, tool)]
+        marker = "PID" if tool == "tcplife" else "SKADDR"
+        env = env_for(impl)
+    if mode == "cycle":
+        work = lambda snap: (storm(n), snap())
+    else:
+        work = lambda snap: hold_storm(n, snap)
+    ns_cycle, ran, others, text, err = traced_run(argv, env, outfile, marker, work)
+    lines = sum(1 for l in text.splitlines() if "127.0.0.1" in l)
+    lost = max(lost_in(err), lost_in(text))
+    lost += sum(int(x) for x in re.findall(r"[Ll]ost (\d+) events? on CPU", err))
     cnt = sum(v[1] for v in ran.values())
     ns = sum(v[2] for v in ran.values())
     return {"n": n, "ns_run": ns / cnt if cnt else None, "runs": cnt, "ns": ns,
             "progs": ran, "cycle_ns": ns_cycle, "lines": lines, "lost": lost,
             "others": others}
+
+
+class LoopDevice:
+    """A loop device on a 64 MiB file in TMP, removed on exit."""
+    def __enter__(self):
+        self.file = os.path.join(TMP, "bio.img")
+        with open(self.file, "wb") as f:
+            f.truncate(64 << 20)
+        self.dev = subprocess.run(["losetup", "-f", "--show", self.file], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["losetup", "-d", self.dev], check=False)
+        os.unlink(self.file)
+
+
+def direct_writes(dev, n):
+    """n direct 4 KiB writes to dev, one at a time; mean ns per write."""
+    t = time.monotonic_ns()
+    subprocess.run(["dd", "if=/dev/zero", f"of={dev}", "bs=4k", f"count={n}", "oflag=direct",
+                    "status=none"], check=True)
+    return (time.monotonic_ns() - t) / n
+
+
+def pingpong(n):
+    out = subprocess.run([PINGPONG, str(n)], check=True, capture_output=True, text=True).stdout
+    return float(out.strip())
+
+
+# Section 6: (tool, its ready header, the work, the work's unit, how many units)
+def per_op_configs(dev):
+    return (("biolatency", "Tracing block device I/O", lambda: direct_writes(dev, N_IO), "I/O", N_IO),
+            ("runqlat", "Tracing run queue latency", lambda: pingpong(N_TRIPS), "round trip", N_TRIPS))
+
+
+def per_op_run(tool, impl, header, work, n):
+    """One tool alone under its work, bpf_stats on: BPF ns per unit of work
+    (all its programs together) and per program run."""
+    if impl == "bpfscope":
+        argv, marker, env = [BPFSCOPE, tool], NOTIFY, env_for("bpfscope")
+    else:
+        argv, marker, env = ["stdbuf", "-oL", os.path.join(LIBBPF_TOOLS, tool)], header, env_for(impl)
+    outfile = os.path.join(TMP, f"op-{impl}-{tool}.out")
+    wall, ran, others, _, _ = traced_run(argv, env, outfile, marker, lambda snap: (work(), snap()))
+    runs = sum(v[1] for v in ran.values())
+    ns = sum(v[2] for v in ran.values())
+    return {"ns_op": ns / n, "ns_run": ns / runs if runs else None, "runs_op": runs / n, "wall": wall,
+            "progs": ran, "others": others}
+
+
+def main_per_op():
+    """6. BPF time per I/O (biolatency) and per pipe round trip (runqlat)."""
+    impls = ["bpfscope"] + [i for i in ("libbpf-tools",) if all(
+        os.access(os.path.join(LIBBPF_TOOLS, t), os.X_OK) for t in ("biolatency", "runqlat"))]
+    try:
+        with open(STATS_SYSCTL) as f:
+            old = f.read().strip()
+    except OSError:
+        print("6. kernel accounting unavailable (no kernel.bpf_stats_enabled)")
+        return
+    log(f"[6] disk and CPU tools, kernel-accounted BPF time per event: {R_STORM} rounds of "
+        f"{N_IO} direct writes / {N_TRIPS} pipe round trips, one tool at a time")
+    res, base = {}, {}
+    with LoopDevice() as loop:
+        cfgs = per_op_configs(loop.dev)
+        try:
+            with open(STATS_SYSCTL, "w") as f:
+                f.write("1")
+            for r in range(R_STORM):
+                for tool, header, work, unit, n in cfgs:
+                    base.setdefault(tool, []).append(work())
+                    for impl in (impls if r % 2 == 0 else impls[::-1]):
+                        res.setdefault((tool, impl), []).append(per_op_run(tool, impl, header, work, n))
+        finally:
+            with open(STATS_SYSCTL, "w") as f:
+                f.write(old)
+    print()
+    print(f"6. Disk and CPU tools: kernel-accounted BPF time per event (all of a tool's programs), "
+          f"{R_STORM} rounds, one tool at a time")
+    print(f"   biolatency: {N_IO} direct 4 KiB writes to a loop device; runqlat: {N_TRIPS} pipe round "
+          f"trips between two processes on CPU 0")
+    print(f"{'tool':<11}{'impl':<14}{'ns/event med':>13}{'min':>8}{'ns/run':>8}{'runs/event':>11}"
+          f"{'us/event':>9}  programs (name xlated-insns jited-bytes)")
+    for tool, header, work, unit, n in per_op_configs(""):
+        print(f"{tool:<11}{'untraced':<14}{'':>13}{'':>8}{'':>8}{'':>11}{med(base[tool]) / 1e3:>9.1f}  (per {unit})")
+        for impl in impls:
+            xs = res.get((tool, impl), [])
+            if not xs:
+                continue
+            v = [x["ns_op"] for x in xs]
+            runs = [x["ns_run"] for x in xs if x["ns_run"]]
+            progs = {p[0]: f"{p[0]} {p[3]} {p[4]}" for x in xs for p in x["progs"].values()}
+            print(f"{tool:<11}{impl:<14}{med(v):>13.1f}{min(v):>8.1f}{med(runs) if runs else 0:>8.1f}"
+                  f"{med([x['runs_op'] for x in xs]):>11.2f}{med([x['wall'] for x in xs]) / 1e3:>9.1f}"
+                  f"  {'; '.join(progs.values())}")
+        a, b = res.get((tool, "bpfscope")), res.get((tool, "libbpf-tools"))
+        if a and b:
+            print(f"  {tool:<10} bpfscope / libbpf-tools per event: median "
+                  f"{fmt_ratio(med([x['ns_op'] for x in a]), med([x['ns_op'] for x in b]))}, min "
+                  f"{fmt_ratio(min(x['ns_op'] for x in a), min(x['ns_op'] for x in b))}  (target <= 1.0)")
+    others = {}
+    for xs in res.values():
+        for x in xs:
+            for k, c in x["others"].items():
+                others[k] = others.get(k, 0) + c
+    if others:
+        print("   other BPF programs that ran meanwhile (other tracers on the machine): "
+              + ", ".join(f"{k} ({c} runs)" for k, c in sorted(others.items())))
+    sys.stdout.flush()
 
 
 def main_tools(kern):

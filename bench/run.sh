@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bpfscope vs bpftrace (and packaged tools vs libbpf-tools) benchmarks,
 # same run, interleaved rounds.
-# usage: bench/run.sh [--quick] [--tools-only]
+# usage: bench/run.sh [--quick] [--tools-only | --disk-cpu-only]
 #   env BPFSCOPE (default: build/bpfscope), BPFTRACE (default: /usr/bin/bpftrace),
 #   LIBBPF_TOOLS (directory of libbpf-tools' tcplife/tcpstates, default /usr/sbin)
 # Needs root. Full mode takes about 6 minutes here, --quick under a minute.
@@ -21,6 +21,7 @@ for a in "$@"; do
   case "$a" in
     --quick) quick=--quick ;;
     --tools-only) only=--tools-only ;;
+    --disk-cpu-only) only=--disk-cpu-only ;;
     -h|--help) sed -n 2,7p "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
@@ -48,5 +49,6 @@ cc -O2 -o "$tmp/progstats" "$here/progstats.c"
 cc -O2 -o "$tmp/maxrss" "$here/maxrss.c"
 cc -O2 -o "$tmp/ready" "$here/ready.c" -lutil
 cc -O2 -o "$tmp/tcpstorm" "$here/tcpstorm.c"
+cc -O2 -o "$tmp/pingpong" "$here/pingpong.c"
 
 python3 "$here/bench.py" "$BPFSCOPE" "$BPFTRACE" "$tmp" $quick $only

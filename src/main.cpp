@@ -38,6 +38,7 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
     bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
     bpfscope tools                           (list the tools)
+    bpfscope render [options] RECORDING      (print a -f json recording again; render -h)
     Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
 OPTIONS:
@@ -338,6 +339,79 @@ int first_word(int argc, char** argv) {
 
 // `bpfscope tools`: every tool with its description and whether it compiles
 // for this kernel (its probes exist and its types resolve), else why not.
+constexpr const char* kRenderUsage = R"(USAGE:
+    bpfscope render [--percentiles] [-f text|folded] [-o FILE] RECORDING
+RECORDING is a run's -f json output (NDJSON), or - for standard input. It is
+printed as the live run printed it: maps, histograms, printf lines and tables
+on standard output, the attach message and warnings on standard error.
+    -f folded      maps keyed by stacks as folded stacks (other output to stderr)
+    --percentiles  estimated p50, p90, p99 and p99.9 under each histogram
+    -o FILE        write to FILE instead of standard output
+)";
+
+// bpfscope render: a recording printed again (output::render_message).
+int render_main(int argc, char** argv) {
+  output::RenderOptions opts;
+  std::string out_path;
+  static const option longopts[] = {{"percentiles", no_argument, nullptr, 'P'}, {"help", no_argument, nullptr, 'h'},
+                                    {nullptr, 0, nullptr, 0}};
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "+f:o:h", longopts, nullptr)) != -1) {
+    switch (c) {
+      case 'f':
+        if (strcmp(optarg, "folded") != 0 && strcmp(optarg, "text") != 0) {
+          fmt::print(stderr, "ERROR: render: invalid output format \"{}\" (text or folded)\n", optarg);
+          return 1;
+        }
+        opts.folded = strcmp(optarg, "folded") == 0;
+        break;
+      case 'o': out_path = optarg; break;
+      case 'P': opts.percentiles = true; break;
+      case 'h': fmt::print("{}", kRenderUsage); return 0;
+      default: fmt::print(stderr, "{}", kRenderUsage); return 1;
+    }
+  }
+  if (optind != argc - 1) {
+    fmt::print(stderr, "ERROR: render: expects one recording (a file, or - for standard input)\n{}", kRenderUsage);
+    return 1;
+  }
+  const std::string path = argv[optind];
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path);
+    if (!file) {
+      fmt::print(stderr, "ERROR: render: cannot open {}: {}\n", path, strerror(errno));
+      return 1;
+    }
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  FILE* out = stdout;
+  if (!out_path.empty() && !(out = fopen(out_path.c_str(), "w"))) {
+    fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", out_path, strerror(errno));
+    return 1;
+  }
+  std::string line;
+  int rc = 0;
+  for (uint64_t n = 1; std::getline(in, line); ++n) {
+    std::string error;
+    auto r = output::render_message(line, opts, error);
+    if (!r) {
+      fflush(out);
+      fmt::print(stderr, "{}:{}: ERROR: {}\n", path == "-" ? "stdin" : path, n, error);
+      rc = 1;
+      break;
+    }
+    fwrite(r->out.data(), 1, r->out.size(), out);
+    if (!r->err.empty()) {
+      fflush(out);
+      fwrite(r->err.data(), 1, r->err.size(), stderr);
+    }
+  }
+  if (out != stdout) fclose(out);
+  return rc;
+}
+
 int list_tools() {
   fmt::print("{:<16} {:<60} {}\n", "TOOL", "DESCRIPTION", "STATUS");
   for (const auto& t : tools::all()) {
@@ -420,6 +494,7 @@ int main(int argc, char** argv) {
   if (tool_at) {
     std::string_view word = argv[tool_at];
     if (word == "tools") return list_tools();
+    if (word == "render" && tool_at == 1) return render_main(argc - 1, argv + 1);
     if (const tools::Tool* t = tools::find(word); t && word.find('/') == std::string_view::npos) {
       tool = *t;
     } else if (std::string text; read_file(std::string(word), text) && tools::has_header(text)) {

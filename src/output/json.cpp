@@ -162,6 +162,43 @@ std::string_view map_type(AggKind kind) {
   return "map";
 }
 
+std::string_view agg_name(AggKind kind) {
+  switch (kind) {
+    case AggKind::Plain: return "plain";
+    case AggKind::Count: return "count";
+    case AggKind::Sum: return "sum";
+    case AggKind::Min: return "min";
+    case AggKind::Max: return "max";
+    case AggKind::Avg: return "avg";
+    case AggKind::Stats: return "stats";
+    case AggKind::Hist: return "hist";
+    case AggKind::LHist: return "lhist";
+  }
+  return "plain";
+}
+
+// What a recording needs beyond bpftrace's message (json_map in output.h).
+std::string recording_fields(const MapSnapshot& map, const std::vector<std::pair<Value, Aggregate>>& entries,
+                             HistLayout layout) {
+  std::string out = fmt::format(", \"agg\": \"{}\"", agg_name(map.kind));
+  if (map.kind == AggKind::Hist) out += fmt::format(", \"bits\": {}", map.hist.bits);
+  if (map.kind == AggKind::LHist)
+    out += fmt::format(", \"min\": {}, \"max\": {}, \"step\": {}", map.hist.min, map.hist.max, map.hist.step);
+  if (!map.value_signed) out += ", \"signed\": false";
+  if (map.keyed) {
+    out += ", \"keys\": [";
+    for (size_t i = 0; i < entries.size(); ++i) out += (i ? ", " : "") + typed_json(entries[i].first);
+    out += "]";
+  }
+  if (map.kind == AggKind::Plain) {
+    out += ", \"values\": [";
+    for (size_t i = 0; i < entries.size(); ++i) out += (i ? ", " : "") + typed_json(entries[i].second.value);
+    out += "]";
+  }
+  if (layout == HistLayout::Bcc) out += ", \"layout\": \"bcc\"";
+  return out;
+}
+
 }  // namespace
 
 std::string json_string(std::string_view s) {
@@ -229,7 +266,7 @@ std::string json_value(const Value& v) {
   return "null";
 }
 
-std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles) {
+std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, HistLayout layout) {
   const auto entries = select_entries(map, top);
   if (entries.empty()) return "";
   if (div == 0) div = 1;
@@ -258,6 +295,7 @@ std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool pe
     }
     extra = fmt::format(", \"percentiles\": {{{}: {}}}", json_string(map.name), p);
   }
+  extra += recording_fields(map, entries, layout);
   return fmt::format("{{\"type\": \"{}\", \"data\": {{{}: {}}}{}}}\n", map_type(map.kind),
                      json_string(map.name), data, extra);
 }
@@ -280,12 +318,18 @@ std::string json_helper_error(std::string_view msg, std::string_view helper, int
       json_string(msg), json_string(helper), retcode, json_string(filename), line, col);
 }
 
-std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values) {
-  return fmt::format("{{\"type\": \"event\", \"data\": {}}}\n", json_value(Value::of_record(names, values)));
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values,
+                             std::string_view text) {
+  return fmt::format("{{\"type\": \"event\", \"data\": {}, \"text\": {}}}\n",
+                     json_value(Value::of_record(names, values)), json_string(text));
 }
 
 std::string json_value_event(const Value& v) {
-  return fmt::format("{{\"type\": \"value\", \"data\": {}}}\n", json_value(v));
+  return fmt::format("{{\"type\": \"value\", \"data\": {}, \"typed\": {}}}\n", json_value(v), typed_json(v));
+}
+
+std::string json_exit(bool gap) {
+  return fmt::format("{{\"type\": \"exit\", \"data\": {{\"gap\": {}}}}}\n", gap ? "true" : "false");
 }
 
 std::string json_attached(uint64_t probes) {

@@ -231,7 +231,39 @@ std::string json_value(const Value& v);
 // string for a map with no entries.
 // With `percentiles`, a hist message also has `"percentiles": {"@m":
 // {"p50": ...}}` (keyed maps: {"@m": {"key": {"p50": ...}}}).
-std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0, bool percentiles = false);
+// So that the message is a complete recording (for `bpfscope render`), it
+// also has: "agg" (count, sum, avg, min, max, stats, hist, lhist, plain);
+// "bits" of a hist, "min", "max", "step" of an lhist; "signed": false for
+// unsigned values; "keys", the keys in the data's order as typed_json (the
+// data's keys are text without spaces); "values" of a plain map, as
+// typed_json; "layout": "bcc" where the tools' layout prints it.
+std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0, bool percentiles = false,
+                     HistLayout layout = HistLayout::Bpftrace);
+
+// A value as JSON that reads back as the same Value (for keys and values in
+// recordings): integers and strings as themselves; {"uint": N}, {"ptr": N},
+// {"enum": N, "name": "X"}, {"float": F}, {"buffer": "bytes"}, {"array":
+// [...]}, {"tuple": [...]}, {"record": [...], "names": [...]}, and a stack
+// as {"stack": "kernel"|"user", "text": "...", "frames": [...]}.
+std::string typed_json(const Value& v);
+
+// `bpfscope render`: one line of a recording (a run's -f json output) as the
+// live run printed it: `out` for standard output, `err` for standard error
+// (the attach message, lost events, warnings), `map` the map a map message
+// held (for other renderers). With `folded`, maps keyed by stacks are folded
+// stacks and other maps go to `err`, as -f folded prints them; with
+// `percentiles` every histogram has its percentile line (a message recorded
+// with percentiles has it anyway). Malformed input: nullopt and `error`.
+struct RenderOptions {
+  bool folded = false;
+  bool percentiles = false;
+};
+struct Rendered {
+  std::string out;
+  std::string err;
+  std::optional<MapSnapshot> map;
+};
+std::optional<Rendered> render_message(std::string_view line, const RenderOptions& opts, std::string& error);
 
 // One row per key found in any of `maps` (a map lacking the key gives 0),
 // its values in the maps' order, each an average's mean where the map is
@@ -245,9 +277,10 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
 // its widest cell or name, so that the rows stay aligned.
 std::string table_text(const Table& t, const std::vector<std::string>& names, const PrintfFormat& row);
 
-// `{"type": "table", "data": [{"pid": 1, "comm": "x", ...}, ...]}`: one object
-// per row, keyed by the lowercased column names.
-std::string json_table(const Table& t, const std::vector<std::string>& names);
+// `{"type": "table", "data": [{"pid": 1, "comm": "x", ...}, ...], "text":
+// "<the table as text>"}`: one object per row, keyed by the lowercased column
+// names.
+std::string json_table(const Table& t, const std::vector<std::string>& names, std::string_view text);
 
 // `{"type": "<type>", "data": "<text>"}` for printf, time, cat, join, syscall.
 std::string json_event(std::string_view type, std::string_view text);
@@ -258,11 +291,18 @@ std::string json_message(std::string_view type, std::string_view msg, std::strin
                          uint32_t col);
 
 // A printf with named arguments (a bpfscope extension): `{"type": "event",
-// "data": {"pid": 123, "comm": "bash"}}`, each value as json_value.
-std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values);
+// "data": {"pid": 123, "comm": "bash"}, "text": "<the line as text>"}`, each
+// value as json_value.
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values,
+                             std::string_view text);
 
-// print() of a non-map value: `{"type": "value", "data": <json_value>}`.
+// print() of a non-map value: `{"type": "value", "data": <json_value>,
+// "typed": <typed_json>}`.
 std::string json_value_event(const Value& v);
+
+// At exit, before the maps are printed: `{"type": "exit", "data": {"gap":
+// true}}`, where text prints two empty lines (gap) before them.
+std::string json_exit(bool gap);
 
 // `{"type": "attached_probes", "count": N, "data": {"probes": N}}`.
 std::string json_attached(uint64_t probes);

@@ -124,7 +124,7 @@ std::string table_text(const Table& t, const std::vector<std::string>& names, co
   return out;
 }
 
-std::string json_table(const Table& t, const std::vector<std::string>& names) {
+std::string json_table(const Table& t, const std::vector<std::string>& names, std::string_view text) {
   std::vector<std::string> keys;
   for (const auto& n : names) {
     std::string k = n;
@@ -138,7 +138,7 @@ std::string json_table(const Table& t, const std::vector<std::string>& names) {
     v.resize(keys.size());
     data += json_value(Value::of_record(keys, v));
   }
-  return fmt::format("{{\"type\": \"table\", \"data\": {}]}}\n", data);
+  return fmt::format("{{\"type\": \"table\", \"data\": {}], \"text\": {}}}\n", data, json_string(text));
 }
 
 }  // namespace bpfscope::output

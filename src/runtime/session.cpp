@@ -254,7 +254,8 @@ class Session {
     for (auto& [cpu, line] : lines_) end_line(line);
     report_lost(true);
     report_failed_updates();
-    if (!o_.json && o_.gap_before_maps) write_out("\n\n");
+    if (o_.json) emit_out(output::json_exit(o_.gap_before_maps));
+    else if (o_.gap_before_maps) write_out("\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
     if (child_pid_ > 0 && !child_reaped_) {
@@ -604,7 +605,7 @@ class Session {
       fwrite(text.data(), 1, text.size(), out_);
       return;
     }
-    emit_out(o_.json ? output::json_map(snap, top, div, o_.percentiles)
+    emit_out(o_.json ? output::json_map(snap, top, div, o_.percentiles, o_.hist_layout)
                      : output::map_text(snap, top, div, o_.hist_layout, o_.percentiles));
   }
 
@@ -629,21 +630,21 @@ class Session {
       write_out(output::json_event("printf", output::format_printf(a.printf_format, args)));
       return;
     }
+    // JSON events keep their text too: a recording is rendered again.
+    line.text += output::format_printf(a.printf_format, args);
     if (o_.json) {
       for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
         if (a.arg_names[i].empty()) continue;
         line.names.push_back(a.arg_names[i]);
         line.values.push_back(std::move(args[i]));
       }
-    } else {
-      line.text += output::format_printf(a.printf_format, args);
     }
     line.open = true;
     if (ends) end_line(line);
   }
   void end_line(Line& line) {
     if (!line.open) return;
-    write_out(o_.json ? output::json_named_event(line.names, line.values) : line.text);
+    write_out(o_.json ? output::json_named_event(line.names, line.values, line.text) : line.text);
     line = Line{};
   }
 
@@ -691,14 +692,15 @@ class Session {
         if (a.table_hist) {
           const std::vector<const output::MapSnapshot*> notes(maps.begin() + 1, maps.end());
           if (o_.json) {
-            for (const auto* m : maps) emit_out(output::json_map(*m, 0, 0, o_.percentiles));
+            for (const auto* m : maps) emit_out(output::json_map(*m, 0, 0, o_.percentiles, o_.hist_layout));
           } else {
             emit_out(output::hist_notes_text(*maps[0], notes, o_.hist_layout, o_.percentiles));
           }
           break;
         }
         auto table = output::join_maps(maps, a.table_divisors, args[0].u);
-        emit_out(o_.json ? output::json_table(table, a.arg_names) : output::table_text(table, a.arg_names, a.printf_format));
+        const std::string text = output::table_text(table, a.arg_names, a.printf_format);
+        emit_out(o_.json ? output::json_table(table, a.arg_names, text) : text);
         break;
       }
       case sema::ActionKind::PrintValue: {

@@ -89,7 +89,9 @@ class RunqlatTest(unittest.TestCase):
                 twin.stop()
             theirs = twin.finish()
         ours, their_n = count(run), count(theirs)
-        self.assertTrue(SLEEPS <= their_n, theirs)
+        # The twin's own count may miss a wakeup or two on a loaded machine
+        # (a tracepoint program interrupted by another BPF program is skipped).
+        self.assertGreaterEqual(their_n, SLEEPS - 2, theirs)
         self.assertLessEqual(abs(ours - their_n), 4, (run, theirs))
 
 

@@ -11,12 +11,15 @@ from toolrun import NetnsPair, mount_tracefs, python_in, run_tool
 
 N, PAUSE = 20, 0.6
 
-# Binds, says ready, waits PAUSE seconds, closes the socket unread.
+# Binds, says ready, waits for the line the test writes once every datagram
+# is sent, then PAUSE seconds (so each lives at least that long however slow
+# the sender was to start), and closes the socket unread.
 SLOW_SINK = r"""
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], int(sys.argv[2])))
 print("ready", flush=True)
+sys.stdin.readline()
 time.sleep(float(sys.argv[3]))
 s.close()
 print("done", flush=True)
@@ -29,14 +32,18 @@ class SkblifeTest(unittest.TestCase):
         mount_tracefs()
 
     def traffic(self, pair):
-        sink = python_in(pair, "b", SLOW_SINK, pair.addr4["b"], 7301, PAUSE, stdout=subprocess.PIPE, text=True)
+        sink = python_in(pair, "b", SLOW_SINK, pair.addr4["b"], 7301, PAUSE, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
         try:
             self.assertEqual(sink.stdout.readline().strip(), "ready")
             udp_send(pair, "a", pair.addr4["b"], 7301, 200, N)
+            sink.stdin.write("sent\n")
+            sink.stdin.flush()
             self.assertEqual(sink.stdout.readline().strip(), "done")
         finally:
             sink.kill()
             sink.wait()
+            sink.stdin.close()
             sink.stdout.close()
 
     def test_lifespans(self):
