@@ -578,11 +578,11 @@ def storm_run(tool, impl, mode="cycle"):
 
 
 class LoopDevice:
-    """A loop device on a 64 MiB file in TMP, removed on exit."""
+    """A loop device on a 128 MiB file in TMP (room for N_IO 4 KiB writes), removed on exit."""
     def __enter__(self):
         self.file = os.path.join(TMP, "bio.img")
         with open(self.file, "wb") as f:
-            f.truncate(64 << 20)
+            f.truncate(128 << 20)
         self.dev = subprocess.run(["losetup", "-f", "--show", self.file], check=True,
                                   capture_output=True, text=True).stdout.strip()
         return self
