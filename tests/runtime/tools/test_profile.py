@@ -112,7 +112,10 @@ class OffcputimeTest(unittest.TestCase):
         self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
         reader = with_frame(parsed, "cpu_pipe_wait", w.pid)
         self.assertTrue(reader and all("anon_pipe_read" in s[0] or "pipe_read" in s[0] for s in reader), run)
-        self.assertTrue(140000 <= sum(s[3] for s in reader) <= 10 * 35000, run)
+        # Each read waits out most of the waker's 15 ms nap: the nap starts at
+        # the write, the read a little later (the reader has to run first,
+        # later on a busy machine).
+        self.assertTrue(100000 <= sum(s[3] for s in reader) <= 10 * 35000, run)
         # The waker thread naps 15 ms before each write.
         nap = with_frame(parsed, "cpu_waker_nap")
         self.assertTrue(nap, run)
