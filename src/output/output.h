@@ -181,6 +181,9 @@ struct PrintfSpec {
   std::string length;          // "", hh, h, l, ll, j, z, t, L
   std::string buffer_mode;     // for %r: "", "x", "h"
   ArgKind wants = ArgKind::Any;
+  // "%2$-10d": the column it prints, 0-based (-1: the next). Only a table's
+  // row format (print((@m,), rows, FORMAT, NAMES)) takes one.
+  int column = -1;
 };
 
 struct PrintfFormat {
@@ -234,6 +237,11 @@ std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0,
 // values, largest first (ties by key), at most `limit` of them (0: all).
 Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<TableDivisor>& divisors,
                 uint64_t limit);
+
+// Puts each row's cells in the order of `row`'s conversions where they name
+// their column ("%2$-10d %1$s": the value before the key), for both the text
+// and the JSON of the table.
+void order_columns(Table& t, const PrintfFormat& row);
 
 // The table as text: a header line of `names`, then one line per row formatted
 // with `row` (one conversion per column, no '*'); every column is padded to

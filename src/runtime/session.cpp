@@ -680,6 +680,7 @@ class Session {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
+        if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         emit_map(snap, args[0].u, args[1].u);
         break;
       }
@@ -689,6 +690,7 @@ class Session {
         std::vector<const output::MapSnapshot*> maps;
         for (const auto& s : snaps) maps.push_back(&s);
         auto table = output::join_maps(maps, a.table_divisors, args[0].u);
+        output::order_columns(table, a.printf_format);
         emit_out(o_.json ? output::json_table(table, a.arg_names) : output::table_text(table, a.arg_names, a.printf_format));
         break;
       }

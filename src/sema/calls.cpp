@@ -170,15 +170,23 @@ Type Checker::call(ExprId id) {
       const Expr& a = ast_.expr(e.args[0]);
       if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() > 1) return print_table(id);
       if (a.kind == ExprKind::Map && a.args.empty()) {
-        if (e.args.size() > 3) {
-          error(e.loc, fmt::format("print() requires 1 to 3 arguments ({} provided)", e.args.size()));
-          return Type::none();
+        // print(@m, top, div, "name"): a bpfscope extension for tools, the
+        // map printed under another name (argdist's histogram headed by
+        // its expression, "args->bytes").
+        std::string shown;
+        if (e.args.size() == 4) {
+          const Expr& n = ast_.expr(e.args[3]);
+          if (n.kind != ExprKind::String || n.sval.empty())
+            error(n.loc, "print(): the fourth argument (the name to print the map under) must be a string literal");
+          else
+            shown = "@" + n.sval;
         }
         MapInfo* m = whole_map(e.args[0]);
-        for (size_t i = 1; i < e.args.size(); ++i)
+        for (size_t i = 1; i < std::min<size_t>(e.args.size(), 3); ++i)
           if (!expr(e.args[i]).is_int()) error(ast_.expr(e.args[i]).loc, "print(): top and div must be integers");
         int32_t act = add_action(ActionKind::Print, e.loc, {Type::integer(8, false), Type::integer(8, false)});
         if (m) out_.actions[act].map = out_.map_of[e.args[0]];
+        out_.actions[act].format = shown;
         out_.action_of[id] = act;
         return Type::none();
       }
@@ -1047,9 +1055,13 @@ Type Checker::print_table(ExprId id) {
   if (auto* msg = std::get_if<std::string>(&parsed)) return usage(f.loc, *msg);
   auto& format = std::get<output::PrintfFormat>(parsed);
   if (!format.trailing.empty() && format.trailing.back() == '\n') format.trailing.pop_back();
-  const size_t columns = (key->kind == TypeKind::Tuple ? key->elems.size() : 1) + maps.size();
-  for (const auto& spec : format.specs)
+  // A record key is one column ("fd = 1, size = 16").
+  const size_t columns = (key->kind == TypeKind::Tuple && key->names.empty() ? key->elems.size() : 1) + maps.size();
+  for (const auto& spec : format.specs) {
     if (spec.conv == '*') return usage(f.loc, "a table's format takes no * width or precision");
+    if (spec.column >= static_cast<int>(columns))
+      return usage(f.loc, fmt::format("%{}$ names column {} of {}", spec.column + 1, spec.column + 1, columns));
+  }
   if (format.specs.size() != columns)
     return usage(f.loc, fmt::format("the format has {} conversions for {} columns", format.specs.size(), columns));
   // A name in single quotes may hold spaces ("SYSCALL COUNT 'TIME (us)'").
@@ -1108,6 +1120,11 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     return Type::none();
   }
   auto& format = std::get<output::PrintfFormat>(parsed);
+  for (const auto& spec : format.specs)
+    if (spec.column >= 0) {
+      error(f.loc, fmt::format("{}: argument numbers (%{}$) are for a table's format only", e.name, spec.column + 1));
+      return Type::none();
+    }
   size_t supplied = e.args.size() - 1;
   if (supplied < format.specs.size()) {
     error(e.loc, fmt::format("{}: Not enough arguments for format string ({} supplied, {} expected)", e.name,

@@ -113,7 +113,7 @@ enum class ActionKind { Printf, Exit, Print, PrintValue, Table, Clear, Zero, Tim
 // [u64 action id][arguments] to the ring buffer and user space performs it.
 struct Action {
   ActionKind kind = ActionKind::Printf;
-  std::string format;               // Printf, Cat, System, Errorf, Warnf: the format; Time: the strftime format;
+  std::string format;               // Printf, Cat, System, Errorf, Warnf: the format; Time: the strftime format; Print: the name to print the map under ("" its own);
                                     // Join: the separator
   output::PrintfFormat printf_format;
   std::vector<Type> args;           // argument types, in record order
