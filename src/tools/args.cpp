@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "tools/tools.h"
 
@@ -35,6 +36,17 @@ std::optional<std::string> check_value(ValueKind kind, const std::vector<std::st
         return std::nullopt;
       }
       return value.find(':') == std::string::npos ? "kprobe:" + value : value;
+    case ValueKind::Errno: {
+      // A number, or a name as glibc knows it (strerrorname_np, glibc 2.32).
+      int64_t v;
+      if (parse_integer(value, v) && v > 0 && v < 4096) return std::to_string(v);
+      for (int e = 1; e < 4096; ++e) {
+        const char* name = strerrorname_np(e);
+        if (name && value == name) return std::to_string(e);
+      }
+      why = fmt::format("invalid errno \"{}\" (a positive number, or a name such as EPERM)", value);
+      return std::nullopt;
+    }
     case ValueKind::Int: {
       int64_t v;
       if (!parse_integer(value, v)) {

@@ -47,6 +47,7 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
   else if (type == "probe") kind = ValueKind::Probe;
   else if (type == "expr") kind = ValueKind::Expr;
   else if (type == "spec") kind = ValueKind::Spec;
+  else if (type == "errno") kind = ValueKind::Errno;
   else if (type.find('|') != std::string_view::npos) {
     kind = ValueKind::Choice;
     std::string_view rest = type;
@@ -57,7 +58,7 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
       rest.remove_prefix(bar + 1);
     }
   } else {
-    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe, expr, spec or a|b|c)", type);
+    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)", type);
   }
   if (comma != std::string_view::npos) {
     std::string_view rest = trim(spec.substr(comma + 1));

@@ -24,7 +24,9 @@ namespace bpfscope::tools {
 // bcc's tools read it. Expr: a bpftrace expression, spliced where the script
 // says getopt("NAME"). Spec: bcc's probe specifier (argdist's -H/-C), cut
 // into an attach point and expressions the script splices (spec.cpp).
-enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe, Expr, Spec };
+// Errno: an error number, or its name (EPERM), which the script sees as the
+// number.
+enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe, Expr, Spec, Errno };
 
 // A global option given on a tool's command line (`-o FILE`, `-f json`...).
 struct GlobalOption {

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tools/embedded.h"
@@ -61,7 +62,7 @@ TEST(Tools, HeaderErrorsNameTheLine) {
   EXPECT_FALSE(parse("// tool: x\n// option: -p PID\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:2: an option line needs --NAME");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid PID (float) p\n", "x.bt", err));
-  EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe, expr, spec or a|b|c)");
+  EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int) p\n// option: -p --other P q\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:3: option other declared twice");
   EXPECT_FALSE(parse("BEGIN {}\n", "y.bt", err));
@@ -215,6 +216,23 @@ TEST(Tools, SplicedOptions) {
   EXPECT_EQ(err, "x: -H: invalid specifier \"t:a\": a specifier needs at least TYPE:LIBRARY:FUNCTION(SIGNATURE)");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int, repeated) p\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:2: only an expr or spec option may be repeated");
+}
+
+// An errno option takes a number or a name, and the script sees the number.
+TEST(Tools, ErrnoValues) {
+  std::string err;
+  auto t = parse("// tool: x\n// option: -e --errno ERRNO (errno) E\nBEGIN {}\n", "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  for (const auto& [given, seen] : std::vector<std::pair<std::string, std::string>>{
+           {"EPERM", "1"}, {"EBADF", "9"}, {"ENOENT", "2"}, {"9", "9"}, {"0x9", "9"}}) {
+    auto inv = parse_args(*t, {"-e", given}, kGlobals, err);
+    ASSERT_TRUE(inv) << err;
+    EXPECT_EQ(inv->named_args.at("errno"), seen) << given;
+  }
+  for (const char* bad : {"EFOO", "eperm", "0", "-1", ""}) {
+    EXPECT_FALSE(parse_args(*t, {"-e", bad}, kGlobals, err)) << bad;
+    EXPECT_EQ(err, fmt::format("x: -e: invalid errno \"{}\" (a positive number, or a name such as EPERM)", bad));
+  }
 }
 
 // Every embedded tool's header parses, and its name is its file's.
