@@ -235,8 +235,10 @@ std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0,
 // its values in the maps' order, each an average's mean where the map is
 // avg(), divided by its divisor; rows ordered by the sum of their undivided
 // values, largest first (ties by key), at most `limit` of them (0: all).
+// With `order_by`, rows are ordered by its value for their key instead (0
+// where it has none).
 Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<TableDivisor>& divisors,
-                uint64_t limit);
+                uint64_t limit, const MapSnapshot* order_by = nullptr);
 
 // Puts each row's cells in the order of `row`'s conversions where they name
 // their column ("%2$-10d %1$s": the value before the key), for both the text

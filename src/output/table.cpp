@@ -62,7 +62,7 @@ Value cell_value(const Value& v) {
 }  // namespace
 
 Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<TableDivisor>& divisors,
-                uint64_t limit) {
+                uint64_t limit, const MapSnapshot* order_by) {
   struct Row {
     Value key;
     std::string key_text;  // joins the maps' entries, and breaks ties
@@ -80,6 +80,12 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
       r.values[m] = entry_number(*maps[m], agg);
       r.total += r.values[m].as_double();
     }
+  }
+  if (order_by) {
+    for (auto& r : rows) r.total = 0;
+    for (const auto& [key, agg] : order_by->entries)
+      if (auto it = index.find(key_text(key)); it != index.end())
+        rows[it->second].total = entry_number(*order_by, agg).as_double();
   }
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0);

@@ -689,7 +689,10 @@ class Session {
         for (int32_t i : a.table_maps) snaps.push_back(read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get()));
         std::vector<const output::MapSnapshot*> maps;
         for (const auto& s : snaps) maps.push_back(&s);
-        auto table = output::join_maps(maps, a.table_divisors, args[0].u);
+        std::optional<output::MapSnapshot> order_by;
+        if (a.table_sort_map >= 0)
+          order_by = read_map(p_.maps[a.table_sort_map], map_fds_[a.table_sort_map].get(), ncpus_, names_.get());
+        auto table = output::join_maps(maps, a.table_divisors, args[0].u, order_by ? &*order_by : nullptr);
         output::order_columns(table, a.printf_format);
         emit_out(o_.json ? output::json_table(table, a.arg_names) : output::table_text(table, a.arg_names, a.printf_format));
         break;

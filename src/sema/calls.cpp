@@ -174,6 +174,10 @@ Type Checker::call(ExprId id) {
         // map printed under another name (argdist's histogram headed by
         // its expression, "args->bytes").
         std::string shown;
+        if (e.args.size() > 4) {
+          error(e.loc, fmt::format("print() requires 1 to 4 arguments ({} provided)", e.args.size()));
+          return Type::none();
+        }
         if (e.args.size() == 4) {
           const Expr& n = ast_.expr(e.args[3]);
           if (n.kind != ExprKind::String || n.sval.empty())
@@ -1006,7 +1010,7 @@ Type Checker::print_table(ExprId id) {
     error(loc, fmt::format("print() of a table: {} (print((@a, @b / 1024), rows, \"FORMAT\", \"NAMES\"))", why));
     return Type::none();
   };
-  if (e.args.size() != 4) return usage(e.loc, "expects 4 arguments");
+  if (e.args.size() != 4 && e.args.size() != 5) return usage(e.loc, "expects 4 or 5 arguments");
   std::vector<int32_t> maps;
   std::vector<output::TableDivisor> divisors;
   const Type* key = nullptr;
@@ -1079,8 +1083,24 @@ Type Checker::print_table(ExprId id) {
   }
   if (names.size() != columns)
     return usage(n.loc, fmt::format("{} names for {} columns", names.size(), columns));
+  // A fifth argument orders the rows by another map's values, largest first
+  // (biotop -s io|bytes|time), instead of by the sum of the columns.
+  int32_t sort_map = -1;
+  if (e.args.size() == 5) {
+    const Expr& m = ast_.expr(e.args[4]);
+    if (m.kind != ExprKind::Map || !m.args.empty()) return usage(m.loc, "the rows are ordered by a map without a key");
+    MapInfo* info = whole_map(e.args[4]);
+    if (!info) return Type::none();
+    using output::AggKind;
+    if (info->agg != AggKind::Count && info->agg != AggKind::Sum && !(info->agg == AggKind::Plain && info->value.is_int()))
+      return usage(m.loc, fmt::format("{} orders the rows: a count(), sum() or integer map", info->name));
+    if (!info->keyed || !same_shape(*key, info->key))
+      return usage(m.loc, fmt::format("{} has other keys than the columns", info->name));
+    sort_map = out_.map_of[e.args[4]];
+  }
   int32_t act = add_action(ActionKind::Table, e.loc, {Type::integer(8, false)});
   auto& a = out_.actions[act];
+  a.table_sort_map = sort_map;
   a.table_maps = std::move(maps);
   a.table_divisors = std::move(divisors);
   a.format = f.sval;

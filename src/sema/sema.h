@@ -136,6 +136,7 @@ struct Action {
   // extension): the joined maps, each one's divisor; the row format is
   // printf_format and the column names arg_names.
   std::vector<int32_t> table_maps;
+  int32_t table_sort_map = -1;  // Table: the map that orders the rows (-1: the sum of the columns)
   std::vector<output::TableDivisor> table_divisors;
   uint32_t probe_index = 0;         // the AST probe that sends it
   lang::Loc loc;
