@@ -114,7 +114,8 @@ struct MapSnapshot {
 // How hist() maps print: bpftrace's "[4, 8)  3 |@@@ |" lines, or the log2
 // table of bcc's libbpf-tools ("4 -> 7 : 3 |*** |" under a "usecs : count
 // distribution" header named after the map, a "name = value" line before
-// each keyed entry), which the packaged tools use.
+// each keyed entry; lhist() maps as its linear table, linear_table()), which
+// the packaged tools use.
 enum class HistLayout { Bpftrace, Bcc };
 
 // The map as bpftrace 0.26 prints it at exit and for print(@m, top, div):
@@ -137,6 +138,10 @@ uint32_t hist_index(int64_t value, int bits);
 // holds 0 and 1 (and negatives), slot k>0 [2^k, 2^(k+1)); `unit` names the
 // values. Empty when every bucket is.
 std::string log2_table(const std::vector<uint64_t>& buckets, std::string_view unit);
+// An lhist() entry as libbpf-tools' linear table: "     runqlen       : count
+// distribution", then "        3          : 12       |****|" per non-empty bucket.
+std::string linear_table(const std::vector<uint64_t>& buckets, int64_t min, int64_t max, int64_t step,
+                         std::string_view unit);
 uint32_t hist_bucket_count(int bits);  // number of buckets for hist(n, bits)
 uint32_t lhist_index(int64_t value, int64_t min, int64_t max, int64_t step);
 uint32_t lhist_bucket_count(int64_t min, int64_t max, int64_t step);
