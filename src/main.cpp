@@ -93,6 +93,8 @@ struct Cli {
   bool unsafe = false;  // --unsafe
   bool helper_errors = false;  // -k (-kk): report failed probe reads and get_stackid
   std::map<std::string, std::optional<std::string>> named_args;  // --name[=value] after --
+  std::vector<std::string> spliced_options;  // a tool's expr and spec options (lang::splice_options)
+  std::vector<lang::SplicedValue> spliced;
   std::string tool_name;  // a packaged tool's name, when running one
 };
 
@@ -158,6 +160,13 @@ int compile_and_run(Cli& cli) {
     report(lang::Source(cli.filename, cli.program));
     return 1;
   }
+  // The getopt() names of statements no value of a spliced option kept
+  // (argdist's print of -C counts, when only -H is given).
+  std::set<std::string> spliced_away;
+  if (!lang::splice_options(*ast, cli.spliced_options, cli.spliced, diags, &spliced_away)) {
+    report(ast->source);
+    return 1;
+  }
   bool all = cli.debug.count("all") > 0;
   if (all || cli.debug.count("ast")) fmt::print("{}", lang::dump(*ast));
 
@@ -178,6 +187,7 @@ int compile_and_run(Cli& cli) {
   sopts.unsafe = cli.unsafe;
   sopts.target_pid = cli.run.target_pid;
   sopts.named_args = cli.named_args;
+  sopts.implied_args = spliced_away;
   // -f folded: getopt("folded") is true, so that a script (profile,
   // offcputime) leaves its own text layout to the folded stacks of its maps.
   if (cli.run.folded && sopts.named_args.emplace("folded", std::nullopt).second) sopts.implied_args.insert("folded");
@@ -422,6 +432,8 @@ int list_tools() {
       lang::Diagnostics diags;
       auto ast = lang::parse(lang::Source(t.path, t.source), diags);
       sema::Options sopts;
+      if (ast && !lang::splice_options(*ast, inv->spliced_options, inv->spliced, diags, &sopts.implied_args))
+        ast.reset();
       sopts.positional = inv->positional;
       sopts.named_args = inv->named_args;
       if (ast) sema::analyse(*ast, sopts, diags);
@@ -472,6 +484,8 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.tool_name = tool.name;
   cli.positional = inv->positional;
   cli.named_args = inv->named_args;
+  cli.spliced_options = inv->spliced_options;
+  cli.spliced = inv->spliced;
   return std::nullopt;
 }
 

@@ -34,10 +34,10 @@ static std::string expand_tabs(std::string_view line) {
 std::string location(const Source& src, Loc loc) {
   LineCol a = src.line_col(loc.begin);
   LineCol b = src.line_col(loc.end > loc.begin ? loc.end - 1 : loc.begin);
-  if (a.line != b.line) return fmt::format("{}:{}-{}", src.name(), a.line, b.line);
+  if (a.line != b.line) return fmt::format("{}:{}-{}", src.name_at(loc.begin), a.line, b.line);
   uint32_t end_col = loc.end > loc.begin ? src.line_col(loc.end).col : a.col + 1;
   if (loc.end > loc.begin && src.line_col(loc.end).line != a.line) end_col = b.col + 1;
-  return fmt::format("{}:{}:{}-{}", src.name(), a.line, a.col, end_col);
+  return fmt::format("{}:{}:{}-{}", src.name_at(loc.begin), a.line, a.col, end_col);
 }
 
 std::string render(const Source& src, const Diagnostic& d) {
@@ -72,7 +72,21 @@ std::string Diagnostics::render(const Source& src, std::string_view tool) const 
   if (tool.empty()) return render(src);
   std::string out;
   std::set<std::string_view> said;
+  // An error in a tool option's text (a spliced expression) is the user's
+  // own: the first one per option value is shown, located in it; the rest
+  // follow from it (a field that does not exist has no type, so the map
+  // that would hold it is never made...).
+  std::set<const char*> segments;  // each option value's text is one line
+  bool in_segment = false;
+  for (const auto& d : diags_)
+    in_segment |= d.severity == Severity::Error && d.located && d.loc.begin > src.main_text().size();
   for (const auto& d : diags_) {
+    if (in_segment) {
+      if (d.severity == Severity::Error && d.located && d.loc.begin > src.main_text().size() &&
+          segments.insert(src.line_of(d.loc.begin).data()).second)
+        out += fmt::format("{}: {}", tool, lang::render(src, d));
+      continue;
+    }
     // One line per message: a tool's six probes on a missing library fail alike.
     if (d.severity != Severity::Error || !said.insert(d.message).second) continue;
     out += fmt::format("{}: {}{}\n", tool, d.message, d.located ? fmt::format(" ({})", location(src, d.loc)) : "");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "lang/ast.h"
@@ -26,6 +27,56 @@ inline constexpr int kMaxExprDepth = 1000;
 // Errors (unknown parameter kinds, recursion, unhygienic map access) go to
 // diags; returns false when any was reported.
 bool expand_macros(Program& program, Diagnostics& diags);
+
+// Parses the expression at `range` of program.source (a segment added after
+// the script), appending its nodes to program. kNone after a syntax error
+// (reported to diags).
+ExprId parse_expression(Program& program, Loc range, Diagnostics& diags);
+
+// A tool option whose value is script text (tools/README.md, `expr` and
+// `spec` options), cut into parts the script names with getopt("NAME") or
+// getopt("NAME.PART").
+struct SplicedPart {
+  enum class Kind {
+    Expr,     // the expression(s) at `ranges` of the value; several make a record named by `names`
+    String,   // a string literal: `text`
+    Integer,  // an integer literal: `number`
+    Ident,    // a builtin named `text` (retval)
+    Probe,    // an attach point: `text` (getopt("NAME") in a probe's attach point list)
+  };
+  std::string name;  // "histogram" (the whole option), "histogram.filter"
+  Kind kind = Kind::Expr;
+  std::vector<Loc> ranges;         // Expr: byte ranges in the value's text
+  std::vector<std::string> names;  // Expr with a record: each field's name
+  std::vector<std::string> casts;  // Expr: per range, "" or a cast type ("uint32"), or "str" for str()
+  std::string text;
+  int64_t number = 0;
+};
+
+struct SplicedValue {
+  std::string option;  // "histogram"
+  std::string origin;  // how errors name the text: "-H"
+  std::string text;    // the value as given
+  std::vector<SplicedPart> parts;
+  // Names that the value's expressions use for others: a signature's
+  // parameter "size" -> "arg0", "$retval" -> "retval" (an identifier or a
+  // builtin; a name starting with '!' is an error message instead).
+  std::vector<std::pair<std::string, std::string>> aliases;
+};
+
+// Splices option values into the program (splice.cpp). A probe whose attach
+// point is getopt("NAME") of such an option is repeated once per value, in
+// order, with that value's probe; inside it getopt("NAME.PART") is that
+// value's part, and its maps are that value's own (@m of the second value is
+// "@m#2"). A statement elsewhere that names a part, or such a map, is
+// repeated once per value likewise (an option given no value drops them).
+// `options` names every such option of the tool, given or not. Errors in a
+// value are located in its text (a segment of the source). `dropped` gets
+// the getopt() names of what was repeated no time. Returns false when any
+// error was reported.
+bool splice_options(Program& program, const std::vector<std::string>& options,
+                    const std::vector<SplicedValue>& values, Diagnostics& diags,
+                    std::set<std::string>* dropped = nullptr);
 
 // Prints the AST as an indented tree (for -d ast).
 std::string dump(const Program& program);

@@ -131,10 +131,22 @@ std::string define_value(std::string_view raw) {
 
 class Parser {
  public:
+  // The lexer sees the script (its segments are parsed one by one, by
+  // run_expr()).
   Parser(Source source, Diagnostics& diags)
-      : prog_(make_program(std::move(source))), lexer_(prog_.source.text()), diags_(diags), eof_loc_(find_eof_loc()) {}
+      : prog_(make_program(std::move(source))), lexer_(prog_.source.main_text()), diags_(diags), eof_loc_(find_eof_loc()) {}
+  // Parses one expression at `range` of a parsed program's source.
+  Parser(Program&& program, Loc range, Diagnostics& diags)
+      : prog_(std::move(program)), lexer_(std::string_view(prog_.source.text()).substr(0, range.end)), diags_(diags),
+        eof_loc_({range.end, range.end}) {
+    heights_.resize(prog_.exprs.size(), 0);  // the script's expressions are not this one's operands
+  }
 
   std::optional<Program> run();
+  // The expression at `begin`, which must end where the text does; kNone
+  // after a syntax error. take() hands the program back.
+  ExprId run_expr(uint32_t begin);
+  Program take() { return std::move(prog_); }
 
  private:
   static Program make_program(Source source) {
@@ -366,6 +378,13 @@ std::optional<Program> Parser::run() {
   }
   if (errors_ > 0) return std::nullopt;
   return std::move(prog_);
+}
+
+ExprId Parser::run_expr(uint32_t begin) {
+  reset(begin);
+  ExprId e = parse_expr();
+  if (!at(Tok::Eof) && errors_ == 0) unexpected("end of expression");
+  return errors_ > 0 ? kNone : e;
 }
 
 void Parser::parse_top_level() {
@@ -1140,6 +1159,13 @@ bool Parser::type_ahead() const {
 }
 
 }  // namespace
+
+ExprId parse_expression(Program& program, Loc range, Diagnostics& diags) {
+  Parser parser(std::move(program), range, diags);
+  ExprId e = parser.run_expr(range.begin);
+  program = parser.take();
+  return e;
+}
 
 std::optional<Program> parse(Source source, Diagnostics& diags) {
   Parser parser(std::move(source), diags);

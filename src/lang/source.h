@@ -31,6 +31,15 @@ class Source {
 
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }
+  // The script alone, without the segments appended after it.
+  std::string_view main_text() const { return std::string_view(text_).substr(0, main_size_); }
+
+  // Appends `text` as a segment of its own named `name` (a tool option's
+  // value spliced into the script, tools/README.md): locations in it report
+  // that name, line 1 and columns from its start. Returns its offset.
+  uint32_t add_segment(std::string name, std::string_view text);
+  // The name a location reports: the script's, or its segment's.
+  const std::string& name_at(uint32_t offset) const;
   LineCol line_col(uint32_t offset) const;
   // The line (without newline) that contains offset.
   std::string_view line_of(uint32_t offset) const;
@@ -40,6 +49,8 @@ class Source {
   std::string name_;
   std::string text_;
   std::vector<uint32_t> line_starts_;
+  uint32_t main_size_ = 0;
+  std::vector<std::pair<uint32_t, std::string>> segments_;  // start offset, name; in order
 };
 
 }  // namespace bpfscope::lang

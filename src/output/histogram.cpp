@@ -162,6 +162,33 @@ std::string log2_table(const std::vector<uint64_t>& buckets, std::string_view un
   return out;
 }
 
+// libbpf-tools' print_linear_hist (runqlen): the non-empty buckets from the
+// first to the last one, each by its lower bound; ours also has the buckets
+// below min and from max on, which read "<MIN" and ">=MAX".
+std::string linear_table(const std::vector<uint64_t>& buckets, int64_t min, int64_t max, int64_t step,
+                         std::string_view unit) {
+  if (step <= 0) step = 1;
+  uint64_t max_count = 0;
+  for (uint64_t c : buckets) max_count = std::max(max_count, c);
+  if (max_count == 0) return "";
+  const size_t last = buckets.size() - 1;
+  std::string out = fmt::format("     {:<13} : count     distribution\n", unit);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (buckets[i] == 0) continue;
+    std::string label;
+    if (i == 0) {
+      label = fmt::format("<{}", min);
+    } else {
+      const int64_t low = min + static_cast<int64_t>(i - 1) * step;
+      label = i == last && low >= max ? fmt::format(">={}", low) : fmt::format("{}", low);
+    }
+    const auto stars = static_cast<size_t>(static_cast<unsigned __int128>(buckets[i]) * 40 / max_count);
+    fmt::format_to(std::back_inserter(out), "        {:<10} : {:<8} |{:<40}|\n", label, buckets[i],
+                   std::string(stars, '*'));
+  }
+  return out;
+}
+
 uint64_t hist_label(size_t i, int k) {
   const uint64_t n = uint64_t{1} << k;
   if (i <= 2 * n) return i;

@@ -255,6 +255,13 @@ std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLay
         out += '\n';
         break;
       case AggKind::LHist:
+        if (layout == HistLayout::Bcc) {
+          if (map.keyed) out += key_label(key) + "\n";
+          out += linear_table(agg.buckets, map.hist.min, map.hist.max, map.hist.step,
+                              map.name.size() > 1 ? map.name.substr(1) : "value");
+          if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
+          break;
+        }
         // div has no effect on linear histograms (0.26).
         out += entry_name(map, key) + ":\n";
         out += lhist_text(agg.buckets, map.hist.min, map.hist.max, map.hist.step);

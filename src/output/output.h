@@ -114,7 +114,8 @@ struct MapSnapshot {
 // How hist() maps print: bpftrace's "[4, 8)  3 |@@@ |" lines, or the log2
 // table of bcc's libbpf-tools ("4 -> 7 : 3 |*** |" under a "usecs : count
 // distribution" header named after the map, a "name = value" line before
-// each keyed entry), which the packaged tools use.
+// each keyed entry; lhist() maps as its linear table, linear_table()), which
+// the packaged tools use.
 enum class HistLayout { Bpftrace, Bcc };
 
 // The map as bpftrace 0.26 prints it at exit and for print(@m, top, div):
@@ -142,6 +143,10 @@ uint32_t hist_index(int64_t value, int bits);
 // holds 0 and 1 (and negatives), slot k>0 [2^k, 2^(k+1)); `unit` names the
 // values. Empty when every bucket is.
 std::string log2_table(const std::vector<uint64_t>& buckets, std::string_view unit);
+// An lhist() entry as libbpf-tools' linear table: "     runqlen       : count
+// distribution", then "        3          : 12       |****|" per non-empty bucket.
+std::string linear_table(const std::vector<uint64_t>& buckets, int64_t min, int64_t max, int64_t step,
+                         std::string_view unit);
 uint32_t hist_bucket_count(int bits);  // number of buckets for hist(n, bits)
 uint32_t lhist_index(int64_t value, int64_t min, int64_t max, int64_t step);
 uint32_t lhist_bucket_count(int64_t min, int64_t max, int64_t step);
@@ -186,6 +191,9 @@ struct PrintfSpec {
   std::string length;          // "", hh, h, l, ll, j, z, t, L
   std::string buffer_mode;     // for %r: "", "x", "h"
   ArgKind wants = ArgKind::Any;
+  // "%2$-10d": the column it prints, 0-based (-1: the next). Only a table's
+  // row format (print((@m,), rows, FORMAT, NAMES)) takes one.
+  int column = -1;
 };
 
 struct PrintfFormat {
@@ -269,8 +277,15 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
 // its values in the maps' order, each an average's mean where the map is
 // avg(), divided by its divisor; rows ordered by the sum of their undivided
 // values, largest first (ties by key), at most `limit` of them (0: all).
+// With `order_by`, rows are ordered by its value for their key instead (0
+// where it has none).
 Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<TableDivisor>& divisors,
-                uint64_t limit);
+                uint64_t limit, const MapSnapshot* order_by = nullptr);
+
+// Puts each row's cells in the order of `row`'s conversions where they name
+// their column ("%2$-10d %1$s": the value before the key), for both the text
+// and the JSON of the table.
+void order_columns(Table& t, const PrintfFormat& row);
 
 // The table as text: a header line of `names`, then one line per row formatted
 // with `row` (one conversion per column, no '*'); every column is padded to

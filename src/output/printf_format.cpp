@@ -240,6 +240,7 @@ std::string apply(const Conversion& c, const Value& arg) {
 
 std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
   PrintfFormat out;
+  std::string owned;  // the format without the "N$" read so far
   std::string literal;
   size_t i = 0;
   while (i < fmt.size()) {
@@ -251,6 +252,18 @@ std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
       literal += '%';
       i += 2;
       continue;
+    }
+    // "%2$": POSIX's argument number.
+    int column = -1;
+    if (size_t j = i + 1; j < fmt.size() && fmt[j] >= '1' && fmt[j] <= '9') {
+      int n = 0;
+      while (j < fmt.size() && isdigit(static_cast<unsigned char>(fmt[j])) && n < 1000) n = n * 10 + (fmt[j++] - '0');
+      if (j < fmt.size() && fmt[j] == '$') {
+        column = n - 1;
+        std::string rest = std::string(fmt.substr(0, i + 1)) + std::string(fmt.substr(j + 1));
+        owned = std::move(rest);
+        fmt = owned;
+      }
     }
     auto scanned = scan_conversion(fmt, i);
     if (auto* err = std::get_if<ScanError>(&scanned)) {
@@ -278,6 +291,7 @@ std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
     spec.length = c.length;
     spec.buffer_mode = c.buffer_mode;
     spec.wants = wanted(c.conv);
+    spec.column = column;
     out.specs.push_back(std::move(spec));
     i = c.end;
   }

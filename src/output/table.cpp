@@ -51,10 +51,18 @@ std::pair<size_t, bool> spec_width(const std::string& spec) {
   return {w, left};
 }
 
+// A record key's column reads "fd = 1, size = 16" (bcc argdist's EVENT).
+Value cell_value(const Value& v) {
+  if (v.kind != Value::Kind::Tuple || v.names.empty()) return v;
+  std::string s;
+  for (size_t i = 0; i < v.elems.size(); ++i) s += (i ? ", " : "") + v.names[i] + " = " + to_text(v.elems[i]);
+  return Value::of_string(s);
+}
+
 }  // namespace
 
 Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<TableDivisor>& divisors,
-                uint64_t limit) {
+                uint64_t limit, const MapSnapshot* order_by) {
   struct Row {
     Value key;
     std::string key_text;  // joins the maps' entries, and breaks ties
@@ -72,6 +80,12 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
       r.values[m] = entry_number(*maps[m], agg);
       r.total += r.values[m].as_double();
     }
+  }
+  if (order_by) {
+    for (auto& r : rows) r.total = 0;
+    for (const auto& [key, agg] : order_by->entries)
+      if (auto it = index.find(key_text(key)); it != index.end())
+        rows[it->second].total = entry_number(*order_by, agg).as_double();
   }
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0);
@@ -91,6 +105,20 @@ Table join_maps(const std::vector<const MapSnapshot*>& maps, const std::vector<T
   return t;
 }
 
+void order_columns(Table& t, const PrintfFormat& row) {
+  bool any = false;
+  for (const auto& spec : row.specs) any |= spec.column >= 0;
+  if (!any) return;
+  for (auto& cells : t.rows) {
+    std::vector<Value> ordered;
+    for (size_t c = 0; c < row.specs.size(); ++c) {
+      const size_t from = row.specs[c].column >= 0 ? static_cast<size_t>(row.specs[c].column) : c;
+      ordered.push_back(from < cells.size() ? cells[from] : Value());
+    }
+    cells = std::move(ordered);
+  }
+}
+
 std::string table_text(const Table& t, const std::vector<std::string>& names, const PrintfFormat& row) {
   const size_t ncols = row.specs.size();
   // Each cell as its conversion prints it; then every column is as wide as
@@ -107,7 +135,7 @@ std::string table_text(const Table& t, const std::vector<std::string>& names, co
     width[c] = std::max(w, c < names.size() ? names[c].size() : 0);
     left[c] = l;
     for (size_t r = 0; r < t.rows.size(); ++r) {
-      cells[r][c] = c < t.rows[r].size() ? format_printf(f, {t.rows[r][c]}) : "";
+      cells[r][c] = c < t.rows[r].size() ? format_printf(f, {cell_value(t.rows[r][c])}) : "";
       width[c] = std::max(width[c], cells[r][c].size());
     }
   }

@@ -681,6 +681,7 @@ class Session {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
+        if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         emit_map(snap, args[0].u, args[1].u);
         break;
       }
@@ -698,7 +699,11 @@ class Session {
           }
           break;
         }
-        auto table = output::join_maps(maps, a.table_divisors, args[0].u);
+        std::optional<output::MapSnapshot> order_by;
+        if (a.table_sort_map >= 0)
+          order_by = read_map(p_.maps[a.table_sort_map], map_fds_[a.table_sort_map].get(), ncpus_, names_.get());
+        auto table = output::join_maps(maps, a.table_divisors, args[0].u, order_by ? &*order_by : nullptr);
+        output::order_columns(table, a.printf_format);
         const std::string text = output::table_text(table, a.arg_names, a.printf_format);
         emit_out(o_.json ? output::json_table(table, a.arg_names, text) : text);
         break;

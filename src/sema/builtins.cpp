@@ -38,7 +38,7 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "", .id = Function::None, .min_args = 0, .max_args = 0},
     FunctionRow{.name = "printf", .id = Function::Printf, .min_args = 1, .max_args = 64},
     FunctionRow{.name = "exit", .id = Function::Exit, .min_args = 0, .max_args = 1},
-    FunctionRow{.name = "print", .id = Function::Print, .min_args = 1, .max_args = 4},
+    FunctionRow{.name = "print", .id = Function::Print, .min_args = 1, .max_args = 5},
     FunctionRow{.name = "clear", .id = Function::Clear, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "zero", .id = Function::Zero, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "delete", .id = Function::Delete, .min_args = 1, .max_args = 2},

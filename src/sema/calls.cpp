@@ -173,15 +173,27 @@ Type Checker::call(ExprId id) {
           ast_.expr(a.args[0]).kind == ExprKind::Map && ast_.expr(a.args[0]).args.empty())
         return print_hist_notes(id);
       if (a.kind == ExprKind::Map && a.args.empty()) {
-        if (e.args.size() > 3) {
-          error(e.loc, fmt::format("print() requires 1 to 3 arguments ({} provided)", e.args.size()));
+        // print(@m, top, div, "name"): a bpfscope extension for tools, the
+        // map printed under another name (argdist's histogram headed by
+        // its expression, "args->bytes").
+        std::string shown;
+        if (e.args.size() > 4) {
+          error(e.loc, fmt::format("print() requires 1 to 4 arguments ({} provided)", e.args.size()));
           return Type::none();
         }
+        if (e.args.size() == 4) {
+          const Expr& n = ast_.expr(e.args[3]);
+          if (n.kind != ExprKind::String || n.sval.empty())
+            error(n.loc, "print(): the fourth argument (the name to print the map under) must be a string literal");
+          else
+            shown = "@" + n.sval;
+        }
         MapInfo* m = whole_map(e.args[0]);
-        for (size_t i = 1; i < e.args.size(); ++i)
+        for (size_t i = 1; i < std::min<size_t>(e.args.size(), 3); ++i)
           if (!expr(e.args[i]).is_int()) error(ast_.expr(e.args[i]).loc, "print(): top and div must be integers");
         int32_t act = add_action(ActionKind::Print, e.loc, {Type::integer(8, false), Type::integer(8, false)});
         if (m) out_.actions[act].map = out_.map_of[e.args[0]];
+        out_.actions[act].format = shown;
         out_.action_of[id] = act;
         return Type::none();
       }
@@ -1047,7 +1059,7 @@ Type Checker::print_table(ExprId id) {
     error(loc, fmt::format("print() of a table: {} (print((@a, @b / 1024), rows, \"FORMAT\", \"NAMES\"))", why));
     return Type::none();
   };
-  if (e.args.size() != 4) return usage(e.loc, "expects 4 arguments");
+  if (e.args.size() != 4 && e.args.size() != 5) return usage(e.loc, "expects 4 or 5 arguments");
   std::vector<int32_t> maps;
   std::vector<output::TableDivisor> divisors;
   const Type* key = nullptr;
@@ -1092,9 +1104,13 @@ Type Checker::print_table(ExprId id) {
   if (auto* msg = std::get_if<std::string>(&parsed)) return usage(f.loc, *msg);
   auto& format = std::get<output::PrintfFormat>(parsed);
   if (!format.trailing.empty() && format.trailing.back() == '\n') format.trailing.pop_back();
-  const size_t columns = (key->kind == TypeKind::Tuple ? key->elems.size() : 1) + maps.size();
-  for (const auto& spec : format.specs)
+  // A record key is one column ("fd = 1, size = 16").
+  const size_t columns = (key->kind == TypeKind::Tuple && key->names.empty() ? key->elems.size() : 1) + maps.size();
+  for (const auto& spec : format.specs) {
     if (spec.conv == '*') return usage(f.loc, "a table's format takes no * width or precision");
+    if (spec.column >= static_cast<int>(columns))
+      return usage(f.loc, fmt::format("%{}$ names column {} of {}", spec.column + 1, spec.column + 1, columns));
+  }
   if (format.specs.size() != columns)
     return usage(f.loc, fmt::format("the format has {} conversions for {} columns", format.specs.size(), columns));
   // A name in single quotes may hold spaces ("SYSCALL COUNT 'TIME (us)'").
@@ -1112,8 +1128,24 @@ Type Checker::print_table(ExprId id) {
   }
   if (names.size() != columns)
     return usage(n.loc, fmt::format("{} names for {} columns", names.size(), columns));
+  // A fifth argument orders the rows by another map's values, largest first
+  // (biotop -s io|bytes|time), instead of by the sum of the columns.
+  int32_t sort_map = -1;
+  if (e.args.size() == 5) {
+    const Expr& m = ast_.expr(e.args[4]);
+    if (m.kind != ExprKind::Map || !m.args.empty()) return usage(m.loc, "the rows are ordered by a map without a key");
+    MapInfo* info = whole_map(e.args[4]);
+    if (!info) return Type::none();
+    using output::AggKind;
+    if (info->agg != AggKind::Count && info->agg != AggKind::Sum && !(info->agg == AggKind::Plain && info->value.is_int()))
+      return usage(m.loc, fmt::format("{} orders the rows: a count(), sum() or integer map", info->name));
+    if (!info->keyed || !same_shape(*key, info->key))
+      return usage(m.loc, fmt::format("{} has other keys than the columns", info->name));
+    sort_map = out_.map_of[e.args[4]];
+  }
   int32_t act = add_action(ActionKind::Table, e.loc, {Type::integer(8, false)});
   auto& a = out_.actions[act];
+  a.table_sort_map = sort_map;
   a.table_maps = std::move(maps);
   a.table_divisors = std::move(divisors);
   a.format = f.sval;
@@ -1153,6 +1185,11 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     return Type::none();
   }
   auto& format = std::get<output::PrintfFormat>(parsed);
+  for (const auto& spec : format.specs)
+    if (spec.column >= 0) {
+      error(f.loc, fmt::format("{}: argument numbers (%{}$) are for a table's format only", e.name, spec.column + 1));
+      return Type::none();
+    }
   size_t supplied = e.args.size() - 1;
   if (supplied < format.specs.size()) {
     error(e.loc, fmt::format("{}: Not enough arguments for format string ({} supplied, {} expected)", e.name,

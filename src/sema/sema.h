@@ -113,7 +113,7 @@ enum class ActionKind { Printf, Exit, Print, PrintValue, Table, Clear, Zero, Tim
 // [u64 action id][arguments] to the ring buffer and user space performs it.
 struct Action {
   ActionKind kind = ActionKind::Printf;
-  std::string format;               // Printf, Cat, System, Errorf, Warnf: the format; Time: the strftime format;
+  std::string format;               // Printf, Cat, System, Errorf, Warnf: the format; Time: the strftime format; Print: the name to print the map under ("" its own);
                                     // Join: the separator
   output::PrintfFormat printf_format;
   std::vector<Type> args;           // argument types, in record order
@@ -136,6 +136,7 @@ struct Action {
   // extension): the joined maps, each one's divisor; the row format is
   // printf_format and the column names arg_names.
   std::vector<int32_t> table_maps;
+  int32_t table_sort_map = -1;  // Table: the map that orders the rows (-1: the sum of the columns)
   std::vector<output::TableDivisor> table_divisors;
   bool table_hist = false;          // print((@usecs, @AVG)): a histogram with notes
   uint32_t probe_index = 0;         // the AST probe that sends it

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <fstream>
 #include <string>
@@ -42,14 +43,41 @@ void KernelSymbols::load() const {
   std::call_once(once_, [this] {
     std::ifstream in(path_);
     std::string line;
+    uint32_t used = 1u << kChunkBits;  // in the last chunk: none yet
     while (std::getline(in, line)) {
       auto l = parse_kallsyms_line(line);
-      if (l && (l->type == 't' || l->type == 'T')) syms_.push_back({l->addr, std::string(l->name)});
+      if (!l || (l->type != 't' && l->type != 'T') || l->name.starts_with("__pfx_")) continue;
+      const size_t need = std::min<size_t>(l->name.size(), (1u << kChunkBits) - 1) + 1;
+      if (used + need > (1u << kChunkBits)) {
+        chunks_.push_back(std::make_unique_for_overwrite<char[]>(1u << kChunkBits));
+        used = 0;
+      }
+      char* at = chunks_.back().get() + used;
+      memcpy(at, l->name.data(), need - 1);
+      at[need - 1] = '\0';
+      syms_.push_back({l->addr, static_cast<uint32_t>((chunks_.size() - 1) << kChunkBits | used)});
+      used += static_cast<uint32_t>(need);
     }
-    std::stable_sort(syms_.begin(), syms_.end(),
-                     [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
-    by_name_.reserve(syms_.size());
-    for (const Sym& s : syms_) by_name_.emplace(s.name, s.addr);  // keeps the first
+    // By address; of several at one address, the first listed first (names
+    // are stored in file order, so their offsets keep it).
+    std::sort(syms_.begin(), syms_.end(),
+              [](const Sym& a, const Sym& b) { return a.addr != b.addr ? a.addr < b.addr : a.name < b.name; });
+  });
+}
+
+std::string_view KernelSymbols::name_of(const Sym& s) const {
+  return chunks_[s.name >> kChunkBits].get() + (s.name & ((1u << kChunkBits) - 1));
+}
+
+void KernelSymbols::index_names() const {
+  load();
+  std::call_once(names_once_, [this] {
+    by_name_.resize(syms_.size());
+    for (uint32_t i = 0; i < syms_.size(); ++i) by_name_[i] = i;
+    std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) {
+      const auto na = name_of(syms_[a]), nb = name_of(syms_[b]);
+      return na != nb ? na < nb : a < b;
+    });
   });
 }
 
@@ -70,20 +98,21 @@ const KernelSymbols::Sym* KernelSymbols::find(uint64_t addr) const {
 std::optional<std::string> KernelSymbols::name(uint64_t addr) const {
   const Sym* s = find(addr);
   if (!s) return std::nullopt;
-  return s->name;
+  return std::string(name_of(*s));
 }
 
 std::string KernelSymbols::with_offset(uint64_t addr) const {
   const Sym* s = find(addr);
   if (!s) return hex_address(addr);
-  return fmt::format("{}+{}", s->name, addr - s->addr);
+  return fmt::format("{}+{}", name_of(*s), addr - s->addr);
 }
 
 std::optional<uint64_t> KernelSymbols::address(std::string_view name) const {
-  load();
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return std::nullopt;
-  return it->second;
+  index_names();
+  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                             [this](uint32_t i, std::string_view n) { return name_of(syms_[i]) < n; });
+  if (it == by_name_.end() || name_of(syms_[*it]) != name) return std::nullopt;
+  return uint64_t{syms_[*it].addr};
 }
 
 size_t KernelSymbols::size() const {
@@ -102,13 +131,13 @@ std::optional<uint64_t> kernel_symbol_address(std::string_view name, const std::
 }
 
 std::vector<std::string> KernelSymbols::match(std::string_view glob) const {
-  load();
+  index_names();
   std::string pattern(glob);
   std::vector<std::string> out;
-  for (const auto& [name, addr] : by_name_)
-    if (!name.starts_with("__pfx_") && fnmatch(pattern.c_str(), std::string(name).c_str(), 0) == 0)
-      out.emplace_back(name);
-  std::sort(out.begin(), out.end());
+  for (uint32_t i : by_name_) {
+    const char* name = name_of(syms_[i]).data();  // NUL-terminated
+    if (fnmatch(pattern.c_str(), name, 0) == 0 && (out.empty() || out.back() != name)) out.emplace_back(name);
+  }
   return out;
 }
 

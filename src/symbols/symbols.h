@@ -21,7 +21,10 @@ namespace bpfscope::symbols {
 std::string hex_address(uint64_t addr);
 
 // Text symbols (types t/T) of /proc/kallsyms, loaded on first use. Safe to
-// share between threads.
+// share between threads. Kept compact (a kernel has ~120k of them): 12 bytes
+// a symbol and its name in one blob of names, without the __pfx_ padding
+// symbols (half of them; no stack frame is in one), and the index by name is
+// made only when a name is looked up.
 // The address of any kernel symbol, text or data ("avenrun"), read from
 // /proc/kallsyms (kaddr()); nullopt when absent or hidden by kptr_restrict.
 std::optional<uint64_t> kernel_symbol_address(std::string_view name, const std::string& path = "/proc/kallsyms");
@@ -44,17 +47,22 @@ class KernelSymbols {
   std::vector<std::string> match(std::string_view glob) const;
 
  private:
-  struct Sym {
+  // 12 bytes (packed: no padding after name).
+  struct __attribute__((packed, aligned(4))) Sym {
     uint64_t addr;
-    std::string name;
+    uint32_t name;  // offset of its NUL-terminated name in the blob (chunk << kChunkBits | offset)
   };
+  static constexpr uint32_t kChunkBits = 18;  // 256 KiB chunks: the blob grows without copying
   void load() const;
+  void index_names() const;
   const Sym* find(uint64_t addr) const;
+  std::string_view name_of(const Sym& s) const;
 
   std::string path_;
-  mutable std::once_flag once_;
-  mutable std::vector<Sym> syms_;  // sorted by address
-  mutable std::unordered_map<std::string_view, uint64_t> by_name_;
+  mutable std::once_flag once_, names_once_;
+  mutable std::vector<Sym> syms_;                  // sorted by address (then file order)
+  mutable std::vector<std::unique_ptr<char[]>> chunks_;  // the names
+  mutable std::vector<uint32_t> by_name_;          // indexes into syms_, sorted by name (then address)
 };
 
 // One SystemTap SDT probe from .note.stapsdt.

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "tools/tools.h"
 
@@ -27,12 +28,25 @@ std::optional<std::string> check_value(ValueKind kind, const std::vector<std::st
   switch (kind) {
     case ValueKind::Flag: return value;
     case ValueKind::Str: return value;
+    case ValueKind::Expr:
+    case ValueKind::Spec: return value;  // parse_args() splices them
     case ValueKind::Probe:
       if (value.empty() || value.find_first_of(" \t\n{};") != std::string::npos) {
         why = fmt::format("invalid probe \"{}\"", value);
         return std::nullopt;
       }
       return value.find(':') == std::string::npos ? "kprobe:" + value : value;
+    case ValueKind::Errno: {
+      // A number, or a name as glibc knows it (strerrorname_np, glibc 2.32).
+      int64_t v;
+      if (parse_integer(value, v) && v > 0 && v < 4096) return std::to_string(v);
+      for (int e = 1; e < 4096; ++e) {
+        const char* name = strerrorname_np(e);
+        if (name && value == name) return std::to_string(e);
+      }
+      why = fmt::format("invalid errno \"{}\" (a positive number, or a name such as EPERM)", value);
+      return std::nullopt;
+    }
     case ValueKind::Int: {
       int64_t v;
       if (!parse_integer(value, v)) {
@@ -111,6 +125,28 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     }
     if (o.kind == ValueKind::Flag) {
       inv.named_args[o.name] = std::nullopt;
+      return true;
+    }
+    if (o.kind == ValueKind::Expr || o.kind == ValueKind::Spec) {
+      // Script text: spliced into the program (lang::splice_options), its
+      // errors located in the value. A value given again replaces the first
+      // unless the option is repeated.
+      const std::string origin(spelled);
+      std::optional<lang::SplicedValue> v;
+      if (o.kind == ValueKind::Spec) {
+        std::string why;
+        v = bcc_specifier(o.name, origin, *value, why);
+        if (!v) {
+          error = fmt::format("{}: {}: invalid specifier \"{}\": {}", tool.name, spelled, *value, why);
+          return false;
+        }
+      } else {
+        v = lang::SplicedValue{.option = o.name, .origin = origin, .text = *value};
+        v->parts.push_back({.name = o.name, .ranges = {{0, static_cast<uint32_t>(value->size())}}});
+      }
+      if (!o.repeated)
+        std::erase_if(inv.spliced, [&](const lang::SplicedValue& x) { return x.option == o.name; });
+      inv.spliced.push_back(std::move(*v));
       return true;
     }
     std::string why;
@@ -231,8 +267,10 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
       return fail(fmt::format("missing argument {}", spec.name));
     }
   }
-  for (const auto& o : tool.options)
+  for (const auto& o : tool.options) {
     if (o.default_value && !inv.named_args.count(o.name)) inv.named_args[o.name] = *o.default_value;
+    if (o.kind == ValueKind::Expr || o.kind == ValueKind::Spec) inv.spliced_options.push_back(o.name);
+  }
   return inv;
 }
 

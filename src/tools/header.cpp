@@ -37,7 +37,7 @@ bool is_metavar(std::string_view w) {
 // "(int, default 20)", "(all|sent|received, default all)": the kind, the
 // choices and the default. Returns an error message, or "".
 std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector<std::string>& choices,
-                             std::optional<std::string>& def) {
+                             std::optional<std::string>& def, bool* repeated = nullptr) {
   size_t comma = spec.find(',');
   std::string_view type = trim(spec.substr(0, comma));
   if (type == "int") kind = ValueKind::Int;
@@ -45,6 +45,9 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
   else if (type == "ports") kind = ValueKind::Ports;
   else if (type == "list") kind = ValueKind::List;
   else if (type == "probe") kind = ValueKind::Probe;
+  else if (type == "expr") kind = ValueKind::Expr;
+  else if (type == "spec") kind = ValueKind::Spec;
+  else if (type == "errno") kind = ValueKind::Errno;
   else if (type.find('|') != std::string_view::npos) {
     kind = ValueKind::Choice;
     std::string_view rest = type;
@@ -55,10 +58,17 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
       rest.remove_prefix(bar + 1);
     }
   } else {
-    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe or a|b|c)", type);
+    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)", type);
   }
   if (comma != std::string_view::npos) {
     std::string_view rest = trim(spec.substr(comma + 1));
+    if (rest == "repeated") {
+      if (!repeated || (kind != ValueKind::Expr && kind != ValueKind::Spec))
+        return "only an expr or spec option may be repeated";
+      *repeated = true;
+      return "";
+    }
+    if (kind == ValueKind::Expr || kind == ValueKind::Spec) return "an expr or spec option has no default";
     if (!rest.starts_with("default ")) return fmt::format("expected \"default VALUE\", got \"{}\"", rest);
     def = std::string(trim(rest.substr(8)));
   }
@@ -97,7 +107,8 @@ std::string parse_option(std::string_view line, OptionSpec& o) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     if (o.metavar.empty()) return "a flag takes no value type (add a METAVAR)";
-    if (auto err = parse_value_spec(line.substr(1, close - 1), o.kind, o.choices, o.default_value); !err.empty())
+    if (auto err = parse_value_spec(line.substr(1, close - 1), o.kind, o.choices, o.default_value, &o.repeated);
+        !err.empty())
       return err;
     line.remove_prefix(close + 1);
   }

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lang/lang.h"
+
 namespace bpfscope::tools {
 
 // What an option or argument takes. Flag: no value (getopt("name") is true
@@ -19,8 +21,12 @@ namespace bpfscope::tools {
 // numbers 1-65535 (for in_list()). List: comma-separated integers. Choice:
 // one of `choices`. Probe: an attach point, for counting tools (funccount
 // 't:net:*'); a bare name without ':' is a kernel function, kprobe:NAME, as
-// bcc's tools read it.
-enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe };
+// bcc's tools read it. Expr: a bpftrace expression, spliced where the script
+// says getopt("NAME"). Spec: bcc's probe specifier (argdist's -H/-C), cut
+// into an attach point and expressions the script splices (spec.cpp).
+// Errno: an error number, or its name (EPERM), which the script sees as the
+// number.
+enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe, Expr, Spec, Errno };
 
 // A global option given on a tool's command line (`-o FILE`, `-f json`...).
 struct GlobalOption {
@@ -35,6 +41,7 @@ struct OptionSpec {
   ValueKind kind = ValueKind::Flag;
   std::optional<std::string> default_value;
   std::vector<std::string> choices;  // Choice
+  bool repeated = false;             // "(spec, repeated)": may be given several times (Expr, Spec)
   // A flag declared "(sets -f folded)": giving it applies that global option
   // (profile's -f prints folded stacks); the script sees no getopt() for it.
   std::optional<GlobalOption> sets;
@@ -81,6 +88,10 @@ struct Invocation {
   std::map<std::string, std::optional<std::string>> named_args;  // getopt() options
   std::vector<std::string> positional;                             // $1, $2, ...
   std::vector<GlobalOption> globals;
+  // Expr and Spec options: every such option of the tool, and the values
+  // given, in order, for lang::splice_options().
+  std::vector<std::string> spliced_options;
+  std::vector<lang::SplicedValue> spliced;
   bool help = false;    // -h, --help
   bool source = false;  // --source
 };
@@ -102,6 +113,15 @@ struct GlobalSpec {
 // with the usage and exits 2, as bcc's tools do.
 std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::string>& args,
                                      const std::vector<GlobalSpec>& globals, std::string& error);
+
+// bcc's probe specifier `text` given to --option (`origin`: "-H") as the
+// parts a script splices: the attach point (getopt("OPTION")), and
+// OPTION.value (the first expression), .key (a record of all of them, named
+// by their text), .filter, .label (the label, or the specifier) and .unit
+// (the label, or the first expression's text). nullopt with `why` when it is
+// malformed.
+std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const std::string& origin,
+                                                const std::string& text, std::string& why);
 
 // The tool's -h text, in libbpf-tools' layout.
 std::string usage(const Tool& tool);

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tools/embedded.h"
@@ -61,7 +62,7 @@ TEST(Tools, HeaderErrorsNameTheLine) {
   EXPECT_FALSE(parse("// tool: x\n// option: -p PID\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:2: an option line needs --NAME");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid PID (float) p\n", "x.bt", err));
-  EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe or a|b|c)");
+  EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int) p\n// option: -p --other P q\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:3: option other declared twice");
   EXPECT_FALSE(parse("BEGIN {}\n", "y.bt", err));
@@ -133,6 +134,105 @@ TEST(Tools, Usage) {
   EXPECT_NE(u.find("  -p, --pid=PID              Process ID to trace\n"), std::string::npos) << u;
   EXPECT_NE(u.find("      --depth=N              Stack depth (default 127)\n"), std::string::npos) << u;
   EXPECT_NE(u.find("EXAMPLES:\n    demo -p 1   # pid 1 only\n"), std::string::npos) << u;
+}
+
+// bcc's probe specifier, cut into the parts a script splices.
+TEST(Tools, BccSpecifiers) {
+  std::string why;
+  auto v = bcc_specifier("count", "-C", "t:block:block_rq_issue():u32,char*:args->bytes, args->rwbs:args->bytes>4096", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(v->origin, "-C");
+  auto part = [&](const std::string& name) -> const lang::SplicedPart& {
+    for (const auto& p : v->parts)
+      if (p.name == name) return p;
+    static lang::SplicedPart none;
+    ADD_FAILURE() << "no part " << name;
+    return none;
+  };
+  EXPECT_EQ(part("count").kind, lang::SplicedPart::Kind::Probe);
+  EXPECT_EQ(part("count").text, "tracepoint:block:block_rq_issue");
+  const auto& key = part("count.key");
+  EXPECT_EQ(key.names, (std::vector<std::string>{"args->bytes", "args->rwbs"}));
+  EXPECT_EQ(key.casts, (std::vector<std::string>{"uint32", "str"}));
+  ASSERT_EQ(key.ranges.size(), 2u);
+  EXPECT_EQ(v->text.substr(key.ranges[1].begin, key.ranges[1].end - key.ranges[1].begin), "args->rwbs");
+  const auto& filter = part("count.filter");
+  ASSERT_EQ(filter.ranges.size(), 1u);
+  EXPECT_EQ(v->text.substr(filter.ranges[0].begin), "args->bytes>4096");
+  EXPECT_EQ(part("count.label").text, v->text);
+  EXPECT_EQ(part("count.unit").text, "args->bytes");
+
+  v = bcc_specifier("h", "-H", "p:c:malloc(size_t size):size_t:size#sizes", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(v->parts[0].text, "uprobe:libc:malloc");
+  EXPECT_EQ(v->aliases[0], (std::pair<std::string, std::string>{"size", "arg0"}));
+  bool labelled = false;
+  for (const auto& p : v->parts) labelled |= p.name == "h.unit" && p.text == "sizes";
+  EXPECT_TRUE(labelled);
+  v = bcc_specifier("h", "-H", "r:/bin/x:f()", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(v->parts[0].text, "uretprobe:/bin/x:f");
+  EXPECT_EQ(v->parts[1].kind, lang::SplicedPart::Kind::Ident);  // $retval by default
+  v = bcc_specifier("h", "-H", "p::do_sys_open()", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(v->parts[0].text, "kprobe:do_sys_open");
+  v = bcc_specifier("h", "-H", "u:pthread:pthread_start():u64:arg2", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(v->parts[0].text, "usdt:libpthread:pthread_start");
+
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"t:block", "a specifier needs at least TYPE:LIBRARY:FUNCTION(SIGNATURE)"},
+      {"x:c:f()", "the probe type must be p, r, t or u, not \"x\""},
+      {"p:c:f", "\"f\" is not FUNCTION(SIGNATURE)"},
+      {"t::f()", "a tracepoint needs its category: t:CATEGORY:EVENT()"},
+      {"p:c:f():u32,u32:a", "2 types for 1 expression"},
+      {"p:c:f():u32", "types without expressions (TYPES:EXPRS)"},
+      {"p:c:f():u32:a:b:c", "too many ':'-separated parts (TYPE:LIBRARY:FUNCTION(SIGNATURE):TYPES:EXPRS:FILTER)"},
+  };
+  for (const auto& [spec, msg] : bad) {
+    EXPECT_FALSE(bcc_specifier("h", "-H", spec, why)) << spec;
+    EXPECT_EQ(why, msg);
+  }
+}
+
+// expr and spec options: their values are spliced, not getopt() strings; a
+// repeated one keeps every value, another the last.
+TEST(Tools, SplicedOptions) {
+  std::string err;
+  auto t = parse("// tool: x\n// option: -H --histogram SPEC (spec, repeated) H\n"
+                 "// option: -e --expr E (expr) E\nBEGIN {}\n", "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_TRUE(t->options[0].repeated);
+  EXPECT_EQ(t->options[1].kind, ValueKind::Expr);
+  auto inv = parse_args(*t, {"-H", "t:a:b()", "-e", "1", "--histogram", "t:a:c()", "-e", "pid + 1"}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  EXPECT_EQ(inv->spliced_options, (std::vector<std::string>{"histogram", "expr"}));
+  EXPECT_TRUE(inv->named_args.empty());
+  ASSERT_EQ(inv->spliced.size(), 3u);
+  EXPECT_EQ(inv->spliced[0].origin, "-H");
+  EXPECT_EQ(inv->spliced[1].origin, "--histogram");
+  EXPECT_EQ(inv->spliced[2].text, "pid + 1");
+  EXPECT_FALSE(parse_args(*t, {"-H", "t:a"}, kGlobals, err));
+  EXPECT_EQ(err, "x: -H: invalid specifier \"t:a\": a specifier needs at least TYPE:LIBRARY:FUNCTION(SIGNATURE)");
+  EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int, repeated) p\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: only an expr or spec option may be repeated");
+}
+
+// An errno option takes a number or a name, and the script sees the number.
+TEST(Tools, ErrnoValues) {
+  std::string err;
+  auto t = parse("// tool: x\n// option: -e --errno ERRNO (errno) E\nBEGIN {}\n", "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  for (const auto& [given, seen] : std::vector<std::pair<std::string, std::string>>{
+           {"EPERM", "1"}, {"EBADF", "9"}, {"ENOENT", "2"}, {"9", "9"}, {"0x9", "9"}}) {
+    auto inv = parse_args(*t, {"-e", given}, kGlobals, err);
+    ASSERT_TRUE(inv) << err;
+    EXPECT_EQ(inv->named_args.at("errno"), seen) << given;
+  }
+  for (const char* bad : {"EFOO", "eperm", "0", "-1", ""}) {
+    EXPECT_FALSE(parse_args(*t, {"-e", bad}, kGlobals, err)) << bad;
+    EXPECT_EQ(err, fmt::format("x: -e: invalid errno \"{}\" (a positive number, or a name such as EPERM)", bad));
+  }
 }
 
 // Every embedded tool's header parses, and its name is its file's.

@@ -1,13 +1,14 @@
 """biotop on direct I/O to a loop device the test makes: one row per
 process and direction with the requests, KiB and device numbers of what
 dd did, the busiest first, at most -r rows, and one table per interval in
-JSON."""
+JSON, rows ordered by -s io, bytes, time or all."""
 import json
 import os
+import subprocess
 import unittest
 
 from blockio import LoopDev, run_counted
-from toolrun import mount_tracefs, run_tool
+from toolrun import BPFSCOPE, mount_tracefs, run_tool
 
 HEADER = ["PID", "COMM", "D", "MAJ", "MIN", "DISK", "I/O", "Kbytes", "AVGms"]
 WRITES, READS = 30, 5
@@ -73,6 +74,33 @@ class BiotopTest(unittest.TestCase):
         self.assertTrue(rows, run)
         self.assertEqual({r[0] for r in rows}, {str(os.getpid())}, run)
         self.assertEqual(sum(int(r[6]) for r in rows if r[5] == dev.name), 4, run)
+
+    def test_sort(self):
+        # One dd makes 40 writes of 4 KiB (160 KiB), another 3 reads of
+        # 128 KiB (384 KiB): -s io puts the writer first; -s bytes and -s all
+        # (I/O + bytes + time, dominated by bytes) the reader; -s time orders
+        # by total time, I/O x AVGms.
+        with LoopDev() as dev:
+            def io():
+                self.small = dev.dd(write=True, bs=4096, count=40)
+                self.big = dev.dd(write=False, bs=131072, count=3, seek=8)
+            for mode, first in (("io", "small"), ("bytes", "big"), ("all", "big"), ("time", None)):
+                with self.subTest(mode=mode):
+                    run = run_counted(["biotop", "-C", "-s", mode, "3", "1"], io)
+                    self.assertEqual(run.rc, 0, run)
+                    rows = [l.split() for l in run.lines if len(l.split()) == 9 and l.split() != HEADER]
+                    mine = [r for r in rows if r[5] == dev.name]
+                    pids = [int(r[0]) for r in mine]
+                    self.assertEqual(sorted(pids), sorted([self.small, self.big]), run)
+                    if first:
+                        self.assertEqual(pids[0], getattr(self, first), run)
+                    else:
+                        totals = [int(r[6]) * float(r[8]) for r in rows]
+                        for a, b, r in zip(totals, totals[1:], rows[1:]):
+                            self.assertGreaterEqual(a + 0.01 * int(r[6]), b, run)
+        p = subprocess.run([BPFSCOPE, "biotop", "-s", "size"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p)
+        self.assertIn('biotop: -s: invalid value "size" (one of: all, io, bytes, time)', p.stderr, p)
 
     def test_json_tables(self):
         with LoopDev() as dev:

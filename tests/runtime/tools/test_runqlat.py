@@ -4,6 +4,7 @@ latencies; two processes spinning on one CPU wait for each other a
 scheduler slice at a time, which runqlat shows as run-queue latency and
 runqlen as a queued thread on that CPU."""
 import os
+import re
 import unittest
 
 from cpuwork import Work
@@ -123,6 +124,33 @@ class RunqlenTest(unittest.TestCase):
         # CPU 0 always has one spinner waiting while the other runs.
         self.assertGreater(occ.get(0, 0), 80, run)
 
+    def test_linear_histogram_text(self):
+        # libbpf-tools' print_linear_hist: a "runqlen" header, then one row per
+        # non-empty length (buckets of 1); with -C a "cpu = N" line before
+        # each CPU's. Two spinners on CPU 0: one always waits there.
+        with Work("spin", 1600, cpu=0) as a, Work("spin", 1600, cpu=0) as b:
+            p = start_tool(["runqlen", "-C", "1", "1"])
+            a.go()
+            b.go()
+            run = p.finish()
+            a.wait_done()
+            b.wait_done()
+        self.assertEqual(run.rc, 0, run)
+        i = run.lines.index("cpu = 0")
+        self.assertEqual(run.lines[i + 1], "     runqlen       : count     distribution", run)
+        rows = {}
+        for line in run.lines[i + 2:]:
+            m = re.match(r"^        (\d+) {2,}: (\d+) +\|[* ]{40}\|$", line)
+            if not m:
+                break
+            rows[int(m.group(1))] = int(m.group(2))
+        self.assertTrue(rows, run)
+        self.assertNotIn(0, [c for c in rows.values()], run)  # empty lengths are left out
+        self.assertEqual(sorted(rows), list(rows), run)
+        self.assertTrue(80 <= sum(rows.values()) <= 120, run)
+        self.assertGreaterEqual(sum(c for n, c in rows.items() if n >= 1), sum(rows.values()) - 5, run)
+        self.assertIn("cpu = 1", run.lines, run)
+
     def test_histogram_json(self):
         with Work("spin", 1600, cpu=0) as a, Work("spin", 1600, cpu=0) as b:
             p = start_tool(["-f", "json", "runqlen", "-C", "1", "1"])
@@ -135,7 +163,7 @@ class RunqlenTest(unittest.TestCase):
         hists = json_hists(run)
         # One interval (the tool exits by itself): about 99 samples on CPU 0,
         # nearly all with a spinner waiting.
-        cpu0 = hists[("@runqlen", "0")]
+        cpu0 = hists[("@runqlen", "{.cpu=0}")]
         self.assertTrue(80 <= sum(c for _, _, c in cpu0) <= 120, (cpu0, run))
         self.assertLessEqual(sum(c for lo, _, c in cpu0 if lo == 0), 5, cpu0)
 

@@ -1,14 +1,16 @@
 """syscount on a process that makes a known number of system calls
 (tests/runtime/helpers/cpu_work.c `calls N`: N getppid() and N close(-1),
-which fail with EBADF): the counts are exact, -x and -e keep the failures,
+which fail with EBADF): the counts are exact, -x and -e (a number or a name)
+keep the failures, -c keeps a cgroup's processes,
 and libbpf-tools' syscount counts the same."""
 import os
 import re
+import subprocess
 import time
 import unittest
 
 from cpuwork import Work
-from toolrun import mount_tracefs, run_tool, start_twin
+from toolrun import BPFSCOPE, mount_tracefs, run_tool, start_twin
 
 N = 3000
 
@@ -50,7 +52,7 @@ class SyscountTest(unittest.TestCase):
         self.assertEqual(len(run.lines[3]), 31, run.lines[3])
 
     def test_failures_and_errno(self):
-        for args in (["-x"], ["-e", "9"], ["--errno", "9"]):
+        for args in (["-x"], ["-e", "9"], ["--errno", "9"], ["-e", "EBADF"], ["--errno=EBADF"]):
             with self.subTest(args=args), Work("calls", N) as w:
                 run = run_tool(["syscount", "-p", str(w.pid)] + args, w.run)
                 self.assertEqual(run.rc, 0, run)
@@ -58,6 +60,38 @@ class SyscountTest(unittest.TestCase):
         with Work("calls", N) as w:
             run = run_tool(["syscount", "-p", str(w.pid), "-e", "2"], w.run)
         self.assertEqual(table(run.lines), {}, run)
+
+    def test_errno_by_name_and_bad_values(self):
+        # A name libbpf-tools accepts; ENOENT is a name too, and none fail so.
+        with Work("calls", N) as w:
+            run = run_tool(["syscount", "-p", str(w.pid), "-e", "ENOENT"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(table(run.lines), {}, run)
+        for bad in ("EFOO", "0", "ebadf"):
+            p = subprocess.run([BPFSCOPE, "syscount", "-e", bad], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, p)
+            self.assertEqual(p.stderr.splitlines()[0],
+                             'syscount: -e: invalid errno "%s" (a positive number, or a name such as EPERM)' % bad, p)
+            self.assertTrue(p.stderr.splitlines()[1].startswith("USAGE: syscount"), p)
+
+    def test_cgroup(self):
+        # Only the processes of a cgroup v2 directory the test makes (and
+        # removes): the worker's N getppid() calls, without -p.
+        cg = "/sys/fs/cgroup/unified/bpfscope-syscount-%d" % os.getpid()
+        os.mkdir(cg)
+        try:
+            with Work("calls", N) as w:
+                with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                    f.write(str(w.pid))
+                run = run_tool(["syscount", "-c", cg], w.run)
+                with open("/sys/fs/cgroup/unified/cgroup.procs", "w") as f:
+                    f.write(str(w.pid))
+        finally:
+            os.rmdir(cg)
+        self.assertEqual(run.rc, 0, run)
+        rows = table(run.lines)
+        self.assertEqual(rows["getppid"], [str(N)], run)
+        self.assertEqual(rows["close"], [str(N)], run)
 
     def test_latency_process_and_top(self):
         with Work("calls", N) as w:
