@@ -38,6 +38,8 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
     bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
     bpfscope tools                           (list the tools)
+    bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind KIND] [--unit UNIT] FILE.folded
+                                             (a flame graph of folded stacks; - reads stdin)
     Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
 OPTIONS:
@@ -63,6 +65,13 @@ OPTIONS:
                    failed map updates (a full map) are always reported
     --no-warnings  do not print warnf() messages
     --percentiles  print estimated p50, p90, p99 and p99.9 under each histogram
+    --flamegraph FILE.svg
+                   at exit, draw the maps keyed by stacks (kstack, ustack) as an interactive
+                   flame graph (click to zoom, Ctrl-F or "Search" to highlight, a browser
+                   opens it offline) instead of printing them; tools colour and label it
+                   (profile: CPU samples, offcputime: off-CPU us, offwaketime: off-wake us)
+    --title TEXT   the flame graph's title
+    --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
@@ -78,6 +87,8 @@ EXAMPLES:
     bpfscope -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args.filename)); }'
     bpfscope -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
     bpfscope -e 'interval:s:1 { printf("tick\n"); }'
+    bpfscope -e 'profile:hz:99 { @[ustack, kstack] = count(); }' --flamegraph cpu.svg
+    bpfscope profile --flamegraph cpu.svg 5
 )";
 
 struct Cli {
@@ -179,7 +190,9 @@ int compile_and_run(Cli& cli) {
   sopts.named_args = cli.named_args;
   // -f folded: getopt("folded") is true, so that a script (profile,
   // offcputime) leaves its own text layout to the folded stacks of its maps.
-  if (cli.run.folded && sopts.named_args.emplace("folded", std::nullopt).second) sopts.implied_args.insert("folded");
+  // --flamegraph too: the stacks are kept in their maps until the exit.
+  if ((cli.run.folded || !cli.run.flamegraph_file.empty()) && sopts.named_args.emplace("folded", std::nullopt).second)
+    sopts.implied_args.insert("folded");
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
@@ -229,7 +242,7 @@ int compile_and_run(Cli& cli) {
 }
 
 
-enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles };
+enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -292,6 +305,15 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     case kUnsafe: cli.unsafe = true; break;
     case kNoWarnings: cli.run.no_warnings = true; break;
     case kPercentiles: cli.run.percentiles = true; break;
+    case kFlamegraph:
+      if (!*arg) {
+        fmt::print(stderr, "ERROR: --flamegraph needs a file name (FILE.svg)\n");
+        return 1;
+      }
+      cli.run.flamegraph_file = arg;
+      break;
+    case kTitle: cli.run.flamegraph.title = arg; break;
+    case kInverted: cli.run.flamegraph.inverted = true; break;
     case 'k': cli.helper_errors = true; break;
     case kVerifyIr:
     case 'I': break;
@@ -307,6 +329,7 @@ const std::vector<tools::GlobalSpec> kToolGlobals = {
     {'o', "output", true}, {'f', "format", true}, {'q', "quiet", false}, {'v', "verbose", false},
     {'c', "cmd", true},    {'k', nullptr, false}, {'d', nullptr, true},  {'B', nullptr, true},
     {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false}, {0, "percentiles", false},
+    {0, "flamegraph", true}, {0, "title", true},  {0, "inverted", false},
 };
 
 int option_code(const std::string& name) {
@@ -314,6 +337,9 @@ int option_code(const std::string& name) {
   if (name == "unsafe") return kUnsafe;
   if (name == "no-warnings") return kNoWarnings;
   if (name == "percentiles") return kPercentiles;
+  if (name == "flamegraph") return kFlamegraph;
+  if (name == "title") return kTitle;
+  if (name == "inverted") return kInverted;
   return name[0];
 }
 
@@ -328,6 +354,7 @@ int first_word(int argc, char** argv) {
       if (a.starts_with("-e") || a == "-l" || a.starts_with("--info")) return 0;
       if (!a.starts_with("--") && a.size() == 2 && std::string_view("ofBdcpI").find(a[1]) != std::string_view::npos)
         ++i;
+      if (a == "--flamegraph" || a == "--title") ++i;
       continue;
     }
     // "-" is the program on stdin, never a tool.
@@ -388,6 +415,9 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.gap_before_maps = false;
   cli.run.hist_layout = output::HistLayout::Bcc;
   cli.run.percentiles = tool.percentiles;
+  cli.run.flamegraph.kind = tool.graph;
+  cli.run.flamegraph.unit = tool.graph_unit;
+  if (tool.graph == output::GraphKind::OffWake) cli.run.stack_layout = output::StackLayout::OffWake;
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;
@@ -401,6 +431,90 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   return std::nullopt;
 }
 
+// --title and --inverted describe the flame graph: alone they do nothing.
+std::optional<int> check_graph_options(const Cli& cli) {
+  const auto& g = cli.run.flamegraph;
+  if (cli.run.flamegraph_file.empty() && (!g.title.empty() || g.inverted)) {
+    fmt::print(stderr, "ERROR: {} applies to a flame graph: add --flamegraph FILE.svg\n",
+               g.title.empty() ? "--inverted" : "--title");
+    return 1;
+  }
+  return std::nullopt;
+}
+
+// `bpfscope render --flamegraph OUT.svg [options] FILE.folded`: a flame
+// graph of folded stacks (`-f folded` output, or FlameGraph's collapsed
+// stacks); FILE `-` is stdin. argv[0] is "render".
+int render(int argc, char** argv) {
+  enum { kOut = 1, kRenderTitle, kRenderInverted, kKind, kUnit, kHelp };
+  static const option opts[] = {
+      {"flamegraph", required_argument, nullptr, kOut}, {"title", required_argument, nullptr, kRenderTitle},
+      {"inverted", no_argument, nullptr, kRenderInverted}, {"kind", required_argument, nullptr, kKind},
+      {"unit", required_argument, nullptr, kUnit},        {"help", no_argument, nullptr, kHelp},
+      {nullptr, 0, nullptr, 0},
+  };
+  constexpr const char* usage =
+      "USAGE: bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind cpu|offcpu|offwake]\n"
+      "                       [--unit UNIT] FILE.folded\n"
+      "Draws folded stacks (\"frame;frame;leaf COUNT\" lines; FILE - is stdin) as a flame graph.\n"
+      "  --kind   colours: cpu (warm; frames ending _[k] are kernel frames), offcpu (blues), offwake\n"
+      "           (blues below a -- frame, the waker's purples above it)\n"
+      "  --unit   what the counts are (default samples)\n";
+  std::string out_path;
+  output::FlameGraphOptions go;
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "h", opts, nullptr)) != -1) {
+    switch (c) {
+      case kOut: out_path = optarg; break;
+      case kRenderTitle: go.title = optarg; break;
+      case kRenderInverted: go.inverted = true; break;
+      case kUnit: go.unit = optarg; break;
+      case kKind:
+        if (auto k = output::graph_kind(optarg)) {
+          go.kind = *k;
+          break;
+        }
+        fmt::print(stderr, "ERROR: render: unknown --kind \"{}\" (cpu, offcpu or offwake)\n", optarg);
+        return 1;
+      case 'h':
+      case kHelp: fmt::print("{}", usage); return 0;
+      default:
+        fmt::print(stderr, "ERROR: render: unknown or incomplete option: {}\n{}", argv[optind - 1], usage);
+        return 1;
+    }
+  }
+  if (out_path.empty()) {
+    fmt::print(stderr, "ERROR: render: nothing to do: give --flamegraph OUT.svg\n{}", usage);
+    return 1;
+  }
+  if (argc - optind != 1) {
+    fmt::print(stderr, "ERROR: render: expected one input file (FILE.folded, or - for stdin)\n{}", usage);
+    return 1;
+  }
+  const std::string in_path = argv[optind];
+  std::string text;
+  if (!read_file(in_path, text)) {
+    fmt::print(stderr, "ERROR: render: cannot open {}: {}\n", in_path, strerror(errno));
+    return 1;
+  }
+  auto set = output::read_folded(text, in_path == "-" ? "stdin" : in_path);
+  if (!set) {
+    fmt::print(stderr, "{}\n", set.error());
+    return 1;
+  }
+  const output::FlameGraph g = output::flamegraph_svg(*set, go);
+  std::ofstream f(out_path, std::ios::binary);
+  if (f) f.write(g.svg.data(), static_cast<std::streamsize>(g.svg.size()));
+  if (f) f.close();
+  if (!f) {
+    fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", out_path, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -410,6 +524,8 @@ int main(int argc, char** argv) {
       {"info", no_argument, nullptr, kInfo},        {"no-warnings", no_argument, nullptr, kNoWarnings},
       {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
       {"percentiles", no_argument, nullptr, kPercentiles},
+      {"flamegraph", required_argument, nullptr, kFlamegraph}, {"title", required_argument, nullptr, kTitle},
+      {"inverted", no_argument, nullptr, kInverted},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before
@@ -420,6 +536,7 @@ int main(int argc, char** argv) {
   if (tool_at) {
     std::string_view word = argv[tool_at];
     if (word == "tools") return list_tools();
+    if (word == "render") return render(argc - tool_at, argv + tool_at);
     if (const tools::Tool* t = tools::find(word); t && word.find('/') == std::string_view::npos) {
       tool = *t;
     } else if (std::string text; read_file(std::string(word), text) && tools::has_header(text)) {
@@ -450,6 +567,7 @@ int main(int argc, char** argv) {
   }
   if (tool) {
     if (auto rc = load_tool(cli, *tool, argc, argv, tool_at + 1)) return *rc;
+    if (auto rc = check_graph_options(cli)) return *rc;
     return compile_and_run(cli);
   }
   // getopt_long consumes the first `--` and moves it in front of the
@@ -491,5 +609,6 @@ int main(int argc, char** argv) {
     }
     cli.positional.push_back(argv[i]);
   }
+  if (auto rc = check_graph_options(cli)) return *rc;
   return compile_and_run(cli);
 }
