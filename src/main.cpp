@@ -38,7 +38,8 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
     bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
     bpfscope tools                           (list the tools)
-    bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind KIND] [--unit UNIT] FILE.folded
+    bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind KIND] [--unit UNIT] [--minwidth PX]
+                    FILE.folded
                                              (a flame graph of folded stacks; - reads stdin)
     Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
@@ -113,12 +114,21 @@ bool read_file(const std::string& path, std::string& out) {
     out = ss.str();
     return true;
   }
-  std::ifstream f(path, std::ios::binary);
+  // Read in place: a folded file for `render` may be tens of megabytes.
+  FILE* f = fopen(path.c_str(), "rb");
   if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return true;
+  out.clear();
+  char buf[1 << 16];
+  size_t n;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    if (long size = ftell(f); size > 0) out.reserve(static_cast<size_t>(size));
+    rewind(f);
+  }
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const bool ok = !ferror(f);
+  fclose(f);
+  if (!ok) errno = EIO;
+  return ok;
 }
 
 // bpftrace's -d names are aliases of ours (DESIGN.md, Contract).
@@ -446,20 +456,22 @@ std::optional<int> check_graph_options(const Cli& cli) {
 // graph of folded stacks (`-f folded` output, or FlameGraph's collapsed
 // stacks); FILE `-` is stdin. argv[0] is "render".
 int render(int argc, char** argv) {
-  enum { kOut = 1, kRenderTitle, kRenderInverted, kKind, kUnit, kHelp };
+  enum { kOut = 1, kRenderTitle, kRenderInverted, kKind, kUnit, kMinWidth, kHelp };
   static const option opts[] = {
       {"flamegraph", required_argument, nullptr, kOut}, {"title", required_argument, nullptr, kRenderTitle},
       {"inverted", no_argument, nullptr, kRenderInverted}, {"kind", required_argument, nullptr, kKind},
-      {"unit", required_argument, nullptr, kUnit},        {"help", no_argument, nullptr, kHelp},
+      {"unit", required_argument, nullptr, kUnit},        {"minwidth", required_argument, nullptr, kMinWidth},
+      {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
   constexpr const char* usage =
       "USAGE: bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind cpu|offcpu|offwake]\n"
-      "                       [--unit UNIT] FILE.folded\n"
+      "                       [--unit UNIT] [--minwidth PX] FILE.folded\n"
       "Draws folded stacks (\"frame;frame;leaf COUNT\" lines; FILE - is stdin) as a flame graph.\n"
       "  --kind   colours: cpu (warm; frames ending _[k] are kernel frames), offcpu (blues), offwake\n"
       "           (blues below a -- frame, the waker's purples above it)\n"
-      "  --unit   what the counts are (default samples)\n";
+      "  --unit   what the counts are (default samples)\n"
+      "  --minwidth  leave out frames narrower than PX pixels (default 0.5), and say how many\n";
   std::string out_path;
   output::FlameGraphOptions go;
   opterr = 0;
@@ -471,6 +483,16 @@ int render(int argc, char** argv) {
       case kRenderTitle: go.title = optarg; break;
       case kRenderInverted: go.inverted = true; break;
       case kUnit: go.unit = optarg; break;
+      case kMinWidth: {
+        char* end;
+        const double w = strtod(optarg, &end);
+        if (*end || !(w >= 0.01 && w <= 100)) {
+          fmt::print(stderr, "ERROR: render: --minwidth takes pixels from 0.01 to 100, not \"{}\"\n", optarg);
+          return 1;
+        }
+        go.min_width = w;
+        break;
+      }
       case kKind:
         if (auto k = output::graph_kind(optarg)) {
           go.kind = *k;

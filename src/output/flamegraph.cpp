@@ -142,7 +142,7 @@ Palette palette_for(GraphKind graph, FrameKind kind, bool waker) {
       if (graph == GraphKind::Cpu) return {{200, 200, 110}, {225, 225, 150}};
       return waker ? Palette{{200, 180, 225}, {220, 200, 240}} : Palette{{175, 190, 215}, {195, 210, 230}};
     case FrameKind::User:
-      if (graph == GraphKind::Cpu) return {{220, 55, 30}, {255, 125, 75}};
+      if (graph == GraphKind::Cpu) return {{215, 45, 30}, {250, 110, 70}};
       return waker ? Palette{{165, 125, 230}, {195, 160, 255}} : Palette{{90, 130, 225}, {135, 175, 255}};
     case FrameKind::Kernel:
       if (graph == GraphKind::Cpu) return {{235, 160, 20}, {255, 205, 70}};
@@ -168,68 +168,101 @@ std::string default_title(GraphKind kind) {
   std::unreachable();
 }
 
-// The tree: node 0 is the root ("all"); a child always has a larger index
-// than its parent, so one pass in index order visits parents first.
+// The tree: node 0 is the root ("all"); nodes are in depth-first order,
+// children in name order, so a parent always comes before its children.
 struct Tree {
   std::vector<Node> nodes;
-  std::vector<Frame> labels;
-  std::vector<uint32_t> child_begin, children;  // children of i: children[child_begin[i] .. child_begin[i+1])
-  size_t stacks = 0;                            // stacks with a positive count
+  std::vector<Frame> labels;  // by label id; ids are ranks in (name, kind) order
+  size_t stacks = 0;          // stacks with a positive count
+};
+
+// Hashing names without building a key string per frame.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 Tree build_tree(const StackSet& set) {
   Tree t;
-  t.nodes.push_back({});
-  t.labels.push_back({"all", FrameKind::Other});
-  std::unordered_map<std::string, uint32_t> label_ids;
-  std::unordered_map<uint64_t, uint32_t> child_of;  // (parent << 32 | label) -> child
-  std::string key;
+  // Each frame as a label id: one lookup per frame in a small table (the
+  // distinct names), one table per kind.
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> ids[4];
+  std::vector<Frame> labels;
+  std::vector<uint32_t> seq;                      // every kept stack's label ids, one after another
+  std::vector<std::pair<size_t, size_t>> ranges;  // a stack's [begin, end) in seq
+  std::vector<int64_t> counts;
   for (const Stack& s : set.stacks) {
     // A flame graph draws shares of a positive total: stacks with no
     // samples (or a negative sum) have no width.
     if (s.count <= 0) continue;
-    ++t.stacks;
-    t.nodes[0].total += s.count;
-    uint32_t at = 0;
+    const size_t begin = seq.size();
     for (const Frame& f : s.frames) {
-      key.assign(f.name);
-      key += '\0';
-      key += static_cast<char>(f.kind);
-      auto [lit, new_label] = label_ids.try_emplace(key, static_cast<uint32_t>(t.labels.size()));
-      if (new_label) t.labels.push_back(f);
-      const uint64_t edge = static_cast<uint64_t>(at) << 32 | lit->second;
-      auto [cit, new_child] = child_of.try_emplace(edge, static_cast<uint32_t>(t.nodes.size()));
-      if (new_child) {
-        const Node& parent = t.nodes[at];
-        t.nodes.push_back({.parent = at,
-                           .label = lit->second,
-                           .depth = parent.depth + 1,
-                           .waker = parent.waker || t.labels[parent.label].kind == FrameKind::Separator});
+      auto& table = ids[static_cast<size_t>(f.kind)];
+      auto it = table.find(std::string_view(f.name));
+      if (it == table.end()) {
+        it = table.emplace(f.name, static_cast<uint32_t>(labels.size())).first;
+        labels.push_back(f);
       }
-      at = cit->second;
-      t.nodes[at].total += s.count;
+      seq.push_back(it->second);
     }
+    ranges.emplace_back(begin, seq.size());
+    counts.push_back(s.count);
   }
-  // Children grouped by parent (a counting sort), then by name.
-  const size_t n = t.nodes.size();
-  t.child_begin.assign(n + 1, 0);
-  for (size_t i = 1; i < n; ++i) ++t.child_begin[t.nodes[i].parent + 1];
-  for (size_t i = 0; i < n; ++i) t.child_begin[i + 1] += t.child_begin[i];
-  t.children.resize(n > 0 ? n - 1 : 0);
-  std::vector<uint32_t> fill(t.child_begin.begin(), t.child_begin.end() - 1);
-  for (size_t i = 1; i < n; ++i) t.children[fill[t.nodes[i].parent]++] = static_cast<uint32_t>(i);
-  for (size_t i = 0; i < n; ++i) {
-    auto first = t.children.begin() + t.child_begin[i], last = t.children.begin() + t.child_begin[i + 1];
-    std::sort(first, last, [&](uint32_t a, uint32_t b) {
-      const Frame& fa = t.labels[t.nodes[a].label];
-      const Frame& fb = t.labels[t.nodes[b].label];
-      return fa.name != fb.name ? fa.name < fb.name : fa.kind < fb.kind;
-    });
-    int64_t at = t.nodes[i].start;
-    for (auto it = first; it != last; ++it) {
-      t.nodes[*it].start = at;
-      at += t.nodes[*it].total;
+  // Ids renumbered in name order: sorting the stacks by their ids then
+  // gives the tree's depth-first order with children by name.
+  std::vector<uint32_t> order(labels.size()), rank(labels.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return labels[a].name != labels[b].name ? labels[a].name < labels[b].name : labels[a].kind < labels[b].kind;
+  });
+  t.labels.reserve(labels.size() + 1);
+  for (uint32_t r = 0; r < order.size(); ++r) {
+    rank[order[r]] = r;
+    t.labels.push_back(std::move(labels[order[r]]));
+  }
+  t.labels.push_back({"all", FrameKind::Other});
+  for (uint32_t& id : seq) id = rank[id];
+  // A stack that is the start of another sorts after it: a frame's
+  // children are drawn from its left edge, its own samples after them.
+  std::vector<uint32_t> by(ranges.size());
+  for (uint32_t i = 0; i < by.size(); ++i) by[i] = i;
+  std::sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) {
+    const auto [ab, ae] = ranges[a];
+    const auto [bb, be] = ranges[b];
+    const size_t n = std::min(ae - ab, be - bb);
+    for (size_t k = 0; k < n; ++k)
+      if (seq[ab + k] != seq[bb + k]) return seq[ab + k] < seq[bb + k];
+    return ae - ab > be - bb;
+  });
+  // One pass: each stack shares the path of the one before it as far as
+  // their frames agree, and adds nodes for the rest, starting where the
+  // samples so far end.
+  t.nodes.push_back({.label = static_cast<uint32_t>(t.labels.size() - 1)});
+  std::vector<uint32_t> path{0};
+  size_t prev = SIZE_MAX;
+  int64_t at = 0;
+  for (uint32_t i : by) {
+    const auto [b, e] = ranges[i];
+    size_t common = 0;
+    if (prev != SIZE_MAX) {
+      const auto [pb, pe] = ranges[prev];
+      while (common < e - b && common < pe - pb && seq[b + common] == seq[pb + common]) ++common;
     }
+    path.resize(common + 1);
+    for (size_t k = common; k < e - b; ++k) {
+      const Node& parent = t.nodes[path.back()];
+      const bool waker = parent.waker || (path.size() > 1 && t.labels[parent.label].kind == FrameKind::Separator);
+      t.nodes.push_back({.parent = path.back(),
+                         .label = seq[b + k],
+                         .start = at,
+                         .depth = static_cast<uint32_t>(path.size()),
+                         .waker = waker});
+      path.push_back(static_cast<uint32_t>(t.nodes.size() - 1));
+    }
+    for (uint32_t node : path) t.nodes[node].total += counts[i];
+    at += counts[i];
+    prev = i;
+    ++t.stacks;
   }
   return t;
 }
@@ -251,15 +284,16 @@ constexpr const char* kScript = R"JS(
   var inverted = svg.getAttribute("data-inverted") === "1";
   var frames = null, zoomed = null, searching = null;
 
+  // A frame is a <g>: its <title>, its <rect>, and a <text> when it has
+  // a label.
   function load() {
     if (frames) return frames;
     frames = [];
-    var gs = group.children;
-    for (var i = 0; i < gs.length; i++) {
-      var g = gs[i], title = g.firstElementChild.textContent, r = g.children[1];
-      g.fgIndex = i;
+    for (var g = group.firstElementChild; g; g = g.nextElementSibling) {
+      var title = g.children[0].textContent, r = g.children[1];
+      g.fgIndex = frames.length;
       frames.push({
-        g: g, rect: r, text: g.children[2],
+        g: g, rect: r, text: g.children[2] || null,
         name: title.slice(0, title.lastIndexOf(" (")), title: title,
         x: +r.getAttribute("x"), w: +r.getAttribute("width"), y: +r.getAttribute("y"),
         fill: r.getAttribute("fill")
@@ -280,9 +314,17 @@ constexpr const char* kScript = R"JS(
     if (!shown) return;
     f.rect.setAttribute("x", x.toFixed(2));
     f.rect.setAttribute("width", w.toFixed(2));
+    var text = label(f.name, w);
+    if (!f.text) {
+      if (!text) return;
+      f.text = document.createElementNS("http://www.w3.org/2000/svg", "text");
+      f.text.setAttribute("y", f.y + 11);
+      f.g.appendChild(f.text);
+    }
     f.text.setAttribute("x", (x + 3).toFixed(2));
-    f.text.textContent = label(f.name, w);
+    f.text.textContent = text;
   }
+  function fade(f, faded) { f.g.style.opacity = faded ? "0.6" : ""; }
   function frameOf(node) {
     while (node && node !== group && node.fgIndex === undefined) node = node.parentNode;
     return node && node.fgIndex !== undefined ? load()[node.fgIndex] : null;
@@ -299,10 +341,10 @@ constexpr const char* kScript = R"JS(
       var around = f.x <= z.x + eps && f.x + f.w >= z.x + z.w - eps;
       if (f === z || (inside && deeper(f, z))) {
         place(f, pad + (f.x - z.x) * full / z.w, f.w * full / z.w, true);
-        f.g.style.opacity = "";
+        fade(f, false);
       } else if (around && deeper(z, f)) {
         place(f, pad, full, true);
-        f.g.style.opacity = "0.6";
+        fade(f, true);
       } else {
         place(f, 0, 0, false);
       }
@@ -315,7 +357,7 @@ constexpr const char* kScript = R"JS(
     for (var i = 0; i < frames.length; i++) {
       var f = frames[i];
       place(f, f.x, f.w, true);
-      f.g.style.opacity = "";
+      fade(f, false);
     }
     resetButton.style.display = "none";
   }
@@ -415,7 +457,7 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& o) {
   const int height = kTop + static_cast<int>(levels) * kFrameHeight + kBottom;
   const std::string title = o.title.empty() ? default_title(o.kind) : o.title;
   std::string s;
-  s.reserve(256 * n + 8192);
+  s.reserve(200 * (n - out.frames_hidden) + 12288);
   s += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
   s += fmt::format(
       "<svg id=\"fg-svg\" version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -427,7 +469,7 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& o) {
       "text {{ font-family: \"DejaVu Sans Mono\", Menlo, Consolas, monospace; font-size: {}px; fill: #000; }}\n"
       "#fg-frames text {{ pointer-events: none; }}\n"
       "#fg-frames rect {{ stroke: #fff; stroke-width: 0.5; }}\n"
-      "#fg-frames g:hover rect {{ stroke: #000; stroke-width: 0.8; }}\n"
+      "#fg-frames rect:hover {{ stroke: #000; stroke-width: 0.8; }}\n"
       "#fg-title {{ font-size: 17px; font-weight: bold; }}\n"
       "#fg-subtitle {{ fill: #555; }}\n"
       ".fg-button {{ cursor: pointer; fill: #0645ad; text-decoration: underline; }}\n"
@@ -461,15 +503,22 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& o) {
     const int64_t x = at_c(nd.start), w = at_c(nd.start + nd.total) - x;
     const int level = static_cast<int>(nd.depth);
     const int y = kTop + (o.inverted ? level : static_cast<int>(levels) - 1 - level) * kFrameHeight;
+    // A group: the tooltip, the rect, and a label only where one fits (the
+    // script adds labels as zooming widens frames). Chromium draws a
+    // <title> inside a <rect> several times slower than one beside it.
     s += "<g><title>";
     append_xml(s, f.name);
     s += " (";
     append_xml(s, amount(nd.total));
-    s += fmt::format(", {:.2f}%)</title>", 100.0 * static_cast<double>(nd.total) / total);
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">", px(x), y,
-                     px(w), kFrameHeight - 1, colour(o.kind, f.kind, nd.waker, f.name), px(x + 300), y + 11);
-    append_xml(s, label_for(f.name, static_cast<double>(w) / 100));
-    s += "</text></g>\n";
+    s += fmt::format(", {:.2f}%)</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+                     100.0 * static_cast<double>(nd.total) / total, px(x), y, px(w), kFrameHeight - 1,
+                     colour(o.kind, f.kind, nd.waker, f.name));
+    if (std::string label = label_for(f.name, static_cast<double>(w) / 100); !label.empty()) {
+      s += fmt::format("<text x=\"{}\" y=\"{}\">", px(x + 300), y + 11);
+      append_xml(s, label);
+      s += "</text>";
+    }
+    s += "</g>\n";
   }
   s += "</g>\n";
   const int bottom = kTop + static_cast<int>(levels) * kFrameHeight + 20;

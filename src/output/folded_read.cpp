@@ -2,6 +2,7 @@
 // format -f folded writes and FlameGraph's stackcollapse scripts print.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "output/output.h"
@@ -47,6 +48,7 @@ std::expected<StackSet, std::string> read_folded(std::string_view text, std::str
         return fail("two counts: differential folded stacks are not supported");
     }
     if (frames.empty()) return fail("no frames before the count");
+    s.frames.reserve(static_cast<size_t>(std::count(frames.begin(), frames.end(), ';')) + 1);
     while (true) {
       const size_t semi = frames.find(';');
       std::string_view name = frames.substr(0, semi);

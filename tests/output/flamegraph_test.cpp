@@ -24,7 +24,7 @@ struct Drawn {
 std::vector<Drawn> frames_of(const std::string& svg) {
   static const std::regex re(
       "<g><title>([^<]*)</title><rect x=\"([0-9.]+)\" y=\"([0-9.]+)\" width=\"([0-9.]+)\" height=\"15\" "
-      "fill=\"(#[0-9a-f]{6})\"/><text x=\"[0-9.]+\" y=\"[0-9.]+\">([^<]*)</text></g>");
+      "fill=\"(#[0-9a-f]{6})\"/>(?:<text x=\"[0-9.]+\" y=\"[0-9.]+\">([^<]*)</text>)?</g>\n");
   std::vector<Drawn> out;
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;

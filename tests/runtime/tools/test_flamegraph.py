@@ -38,7 +38,7 @@ CHECKS = r"""
   out.after = +z.rect.getAttribute("width");
   out.afterX = +z.rect.getAttribute("x");
   out.hidden = frames.filter(function (f) { return f.g.style.display === "none"; }).length;
-  out.label = z.text.textContent;
+  out.label = z.text ? z.text.textContent : "";
   out.resetShown = document.getElementById("fg-reset").style.display !== "none";
   out.share = fg.search(SEARCH);
   out.matched = document.getElementById("fg-matched").textContent;
@@ -286,6 +286,19 @@ class RenderTest(unittest.TestCase):
             svg = f.read()
         self.assertIn(">Off-CPU Time Flame Graph</text>", svg)
         self.assertIn("<title>cpu_spin (100 us, 100.00%)</title>", svg)
+
+    def test_minimum_width(self):
+        r = self.render("--flamegraph", self.path("m.svg"), "--minwidth", "50", "-", stdin="big 100\nsmall 1\n")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        with open(self.path("m.svg")) as f:
+            svg = f.read()
+        self.assertIn("<title>big (100 samples, 99.01%)</title>", svg)
+        self.assertNotIn("<title>small", svg)
+        self.assertIn("101 samples in 2 stacks; 1 frame narrower than 50 px not drawn", svg)
+        for bad in ("0", "101", "x"):
+            r = self.render("--flamegraph", self.path("m.svg"), "--minwidth", bad, "-", stdin="a 1\n")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("ERROR: render: --minwidth takes pixels from 0.01 to 100, not \"%s\"" % bad, r.stderr)
 
     def test_errors(self):
         with open(self.path("bad.folded"), "w") as f:
