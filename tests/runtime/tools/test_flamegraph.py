@@ -154,10 +154,11 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertEqual(r["title"], "Sleeps & <naps>")
         self.assertIn("cpu_sleep", r["names"], r)
         self.assertIn("do_nanosleep", r["names"], r)
-        # Microseconds, about 10 x 20 ms of them in cpu_sleep.
+        # Microseconds, about 10 x 20 ms of them in cpu_sleep (test_profile
+        # checks offcputime's sums; on a loaded machine a sleep may be missed).
         self.assertRegex(r["zoomTitle"], r"^cpu_sleep \([0-9,]+ us, [0-9.]+%\)$")
         us = int(re.search(r"\(([0-9,]+) us", r["zoomTitle"]).group(1).replace(",", ""))
-        self.assertTrue(200000 <= us <= 10 * 40000, r)
+        self.assertTrue(0.8 * 200000 <= us <= 10 * 40000, r)
         self.assert_interactive(r, "cpu_sleep")
         # The off-CPU palette: blues.
         red, green, blue = (int(r["zoomFill"][i:i + 2], 16) for i in (1, 3, 5))
