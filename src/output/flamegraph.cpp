@@ -191,10 +191,14 @@ Tree build_tree(const StackSet& set) {
   std::vector<uint32_t> seq;                      // every kept stack's label ids, one after another
   std::vector<std::pair<size_t, size_t>> ranges;  // a stack's [begin, end) in seq
   std::vector<int64_t> counts;
+  int64_t sum = 0;
   for (const Stack& s : set.stacks) {
     // A flame graph draws shares of a positive total: stacks with no
-    // samples (or a negative sum) have no width.
-    if (s.count <= 0) continue;
+    // samples (or a negative sum) have no width. A stack that would take
+    // the total past int64 is left out (no real profile gets there).
+    int64_t next_sum;
+    if (s.count <= 0 || __builtin_add_overflow(sum, s.count, &next_sum)) continue;
+    sum = next_sum;
     const size_t begin = seq.size();
     for (const Frame& f : s.frames) {
       auto& table = ids[static_cast<size_t>(f.kind)];

@@ -22,6 +22,7 @@ std::expected<StackSet, std::string> read_folded(std::string_view text, std::str
   StackSet set;
   bool has_user = false, has_kernel = false;
   size_t lineno = 0;
+  int64_t total = 0;
   auto fail = [&](std::string_view msg) {
     return std::unexpected(fmt::format("{}:{}: ERROR: {}", filename, lineno, msg));
   };
@@ -66,6 +67,8 @@ std::expected<StackSet, std::string> read_folded(std::string_view text, std::str
       if (semi == std::string_view::npos) break;
       frames.remove_prefix(semi + 1);
     }
+    // The graph sums the counts: their total must stay an int64.
+    if (__builtin_add_overflow(total, s.count, &total)) return fail("the counts add up to more than 2^63 - 1");
     set.stacks.push_back(std::move(s));
   }
   set.user_and_kernel = has_user && has_kernel;
