@@ -191,6 +191,11 @@ Tree build_tree(const StackSet& set) {
   std::vector<uint32_t> seq;                      // every kept stack's label ids, one after another
   std::vector<std::pair<size_t, size_t>> ranges;  // a stack's [begin, end) in seq
   std::vector<int64_t> counts;
+  size_t frames = 0;
+  for (const Stack& s : set.stacks) frames += s.frames.size();
+  seq.reserve(frames);
+  ranges.reserve(set.stacks.size());
+  counts.reserve(set.stacks.size());
   int64_t sum = 0;
   for (const Stack& s : set.stacks) {
     // A flame graph draws shares of a positive total: stacks with no

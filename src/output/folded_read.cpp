@@ -23,6 +23,7 @@ std::expected<StackSet, std::string> read_folded(std::string_view text, std::str
   bool has_user = false, has_kernel = false;
   size_t lineno = 0;
   int64_t total = 0;
+  set.stacks.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   auto fail = [&](std::string_view msg) {
     return std::unexpected(fmt::format("{}:{}: ERROR: {}", filename, lineno, msg));
   };
