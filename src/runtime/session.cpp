@@ -189,7 +189,12 @@ class Session {
 
   ~Session() {
     if (out_ && out_ != stdout) fclose(out_);
-    if (graph_file_) fclose(graph_file_);
+    if (graph_file_) {
+      fclose(graph_file_);
+      // A run that ended before its graph (a load error, --dry-run) leaves
+      // no empty file behind.
+      if (!graph_written_) unlink(o_.flamegraph_file.c_str());
+    }
     if (rb_) ring_buffer__free(rb_);
   }
 
@@ -919,6 +924,7 @@ class Session {
       fmt::print(stderr, "ERROR: --flamegraph: cannot write {}: {}\n", o_.flamegraph_file, strerror(errno));
       return 1;
     }
+    graph_written_ = true;
     return 0;
   }
 
@@ -930,6 +936,7 @@ class Session {
   FILE* out_ = nullptr;
   FILE* graph_file_ = nullptr;  // --flamegraph
   std::vector<output::MapSnapshot> graph_maps_;  // the maps it draws, read at exit
+  bool graph_written_ = false;
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;

@@ -217,7 +217,8 @@ class FlameGraphRunTest(unittest.TestCase):
 
     def test_script_graph_inverted_with_a_title(self):
         with Work("spin", 600) as w:
-            prog = ("profile:hz:199 /pid == %d/ { @[ustack, kstack] = count(); @n = count(); }" % w.pid)
+            prog = ("profile:hz:199 /pid == %d/ { @[ustack, kstack] = count(); @user[ustack] = count(); @n = count(); }"
+                    % w.pid)
             run = run_tool(["-e", prog, "--flamegraph", self.svg, "--inverted", "--title", "Spin"], w.run)
         self.assertEqual(run.rc, 0, run)
         # Maps without stacks still print.
@@ -227,12 +228,28 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertIn('data-inverted="1"', svg)
         self.assertIn(">Spin</text>", svg)
         titles = re.findall(r"<g><title>([^<]*)</title><rect x=\"[0-9.]+\" y=\"(\d+)\"", svg)
-        ys = {name.rsplit(" (", 1)[0]: int(y) for name, y in titles}
+        ys = {}
+        for name, y in titles:
+            ys.setdefault(name.rsplit(" (", 1)[0], []).append(int(y))
         self.assertIn("cpu_spin", ys, svg[:3000])
-        # Inverted: the root at the top, main below it, cpu_spin further down.
-        self.assertEqual(min(ys.values()), ys["all"])
-        self.assertLess(ys["main"], ys["cpu_spin"])
+        # Inverted: the root at the top, each map's name below it, then
+        # main, cpu_spin further down (under both maps).
+        self.assertEqual(min(min(v) for v in ys.values()), ys["all"][0])
+        self.assertEqual(ys["@"], [ys["all"][0] + 16])
+        self.assertEqual(ys["@user"], [ys["all"][0] + 16])
+        self.assertEqual(len(ys["cpu_spin"]), 2, ys)
+        self.assertLess(max(ys["main"]), min(ys["cpu_spin"]))
         self.assertRegex(svg, r"<title>cpu_spin \([0-9,]+ samples, ")
+
+    def test_no_file_left_by_a_run_that_fails(self):
+        r = subprocess.run([BPFSCOPE, "-e", "hardware:cycles:1000000 { @[kstack] = count(); }", "--flamegraph",
+                            self.svg], capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertFalse(os.path.exists(self.svg))
+        r = subprocess.run([BPFSCOPE, "--dry-run", "-e", "profile:hz:99 { @[kstack] = count(); }", "--flamegraph",
+                            self.svg], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(self.svg))
 
     def test_graph_options_need_a_graph_and_a_writable_file(self):
         r = subprocess.run([BPFSCOPE, "-e", "BEGIN { exit(); }", "--title", "x"], capture_output=True, text=True)
