@@ -38,7 +38,9 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
     bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
     bpfscope tools                           (list the tools)
-    bpfscope render [options] RECORDING      (print a -f json recording again; render -h)
+    bpfscope render [options] RECORDING|FILE.folded
+                                             (a -f json recording printed again, or drawn; folded
+                                              stacks drawn as a flame graph; render -h)
     Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
 OPTIONS:
@@ -64,6 +66,13 @@ OPTIONS:
                    failed map updates (a full map) are always reported
     --no-warnings  do not print warnf() messages
     --percentiles  print estimated p50, p90, p99 and p99.9 under each histogram
+    --flamegraph FILE.svg
+                   at exit, draw the maps keyed by stacks (kstack, ustack) as an interactive
+                   flame graph (click to zoom, Ctrl-F or "Search" to highlight, a browser
+                   opens it offline) instead of printing them; tools colour and label it
+                   (profile: CPU samples, offcputime: off-CPU us, offwaketime: off-wake us)
+    --title TEXT   the flame graph's title
+    --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
     -V, --version  the version
@@ -79,6 +88,8 @@ EXAMPLES:
     bpfscope -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args.filename)); }'
     bpfscope -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
     bpfscope -e 'interval:s:1 { printf("tick\n"); }'
+    bpfscope -e 'profile:hz:99 { @[ustack, kstack] = count(); }' --flamegraph cpu.svg
+    bpfscope profile --flamegraph cpu.svg 5
 )";
 
 struct Cli {
@@ -105,12 +116,21 @@ bool read_file(const std::string& path, std::string& out) {
     out = ss.str();
     return true;
   }
-  std::ifstream f(path, std::ios::binary);
+  // Read in place: a folded file for `render` may be tens of megabytes.
+  FILE* f = fopen(path.c_str(), "rb");
   if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return true;
+  out.clear();
+  char buf[1 << 16];
+  size_t n;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    if (long size = ftell(f); size > 0) out.reserve(static_cast<size_t>(size));
+    rewind(f);
+  }
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const bool ok = !ferror(f);
+  fclose(f);
+  if (!ok) errno = EIO;
+  return ok;
 }
 
 // bpftrace's -d names are aliases of ours (DESIGN.md, Contract).
@@ -190,7 +210,9 @@ int compile_and_run(Cli& cli) {
   sopts.implied_args = spliced_away;
   // -f folded: getopt("folded") is true, so that a script (profile,
   // offcputime) leaves its own text layout to the folded stacks of its maps.
-  if (cli.run.folded && sopts.named_args.emplace("folded", std::nullopt).second) sopts.implied_args.insert("folded");
+  // --flamegraph too: the stacks are kept in their maps until the exit.
+  if ((cli.run.folded || !cli.run.flamegraph_file.empty()) && sopts.named_args.emplace("folded", std::nullopt).second)
+    sopts.implied_args.insert("folded");
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
@@ -240,7 +262,7 @@ int compile_and_run(Cli& cli) {
 }
 
 
-enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles };
+enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -303,6 +325,15 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     case kUnsafe: cli.unsafe = true; break;
     case kNoWarnings: cli.run.no_warnings = true; break;
     case kPercentiles: cli.run.percentiles = true; break;
+    case kFlamegraph:
+      if (!*arg) {
+        fmt::print(stderr, "ERROR: --flamegraph needs a file name (FILE.svg)\n");
+        return 1;
+      }
+      cli.run.flamegraph_file = arg;
+      break;
+    case kTitle: cli.run.flamegraph.title = arg; break;
+    case kInverted: cli.run.flamegraph.inverted = true; break;
     case 'k': cli.helper_errors = true; break;
     case kVerifyIr:
     case 'I': break;
@@ -318,6 +349,7 @@ const std::vector<tools::GlobalSpec> kToolGlobals = {
     {'o', "output", true}, {'f', "format", true}, {'q', "quiet", false}, {'v', "verbose", false},
     {'c', "cmd", true},    {'k', nullptr, false}, {'d', nullptr, true},  {'B', nullptr, true},
     {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false}, {0, "percentiles", false},
+    {0, "flamegraph", true}, {0, "title", true},  {0, "inverted", false},
 };
 
 int option_code(const std::string& name) {
@@ -325,6 +357,9 @@ int option_code(const std::string& name) {
   if (name == "unsafe") return kUnsafe;
   if (name == "no-warnings") return kNoWarnings;
   if (name == "percentiles") return kPercentiles;
+  if (name == "flamegraph") return kFlamegraph;
+  if (name == "title") return kTitle;
+  if (name == "inverted") return kInverted;
   return name[0];
 }
 
@@ -339,6 +374,7 @@ int first_word(int argc, char** argv) {
       if (a.starts_with("-e") || a == "-l" || a.starts_with("--info")) return 0;
       if (!a.starts_with("--") && a.size() == 2 && std::string_view("ofBdcpI").find(a[1]) != std::string_view::npos)
         ++i;
+      if (a == "--flamegraph" || a == "--title") ++i;
       continue;
     }
     // "-" is the program on stdin, never a tool.
@@ -349,79 +385,6 @@ int first_word(int argc, char** argv) {
 
 // `bpfscope tools`: every tool with its description and whether it compiles
 // for this kernel (its probes exist and its types resolve), else why not.
-constexpr const char* kRenderUsage = R"(USAGE:
-    bpfscope render [--percentiles] [-f text|folded] [-o FILE] RECORDING
-RECORDING is a run's -f json output (NDJSON), or - for standard input. It is
-printed as the live run printed it: maps, histograms, printf lines and tables
-on standard output, the attach message and warnings on standard error.
-    -f folded      maps keyed by stacks as folded stacks (other output to stderr)
-    --percentiles  estimated p50, p90, p99 and p99.9 under each histogram
-    -o FILE        write to FILE instead of standard output
-)";
-
-// bpfscope render: a recording printed again (output::render_message).
-int render_main(int argc, char** argv) {
-  output::RenderOptions opts;
-  std::string out_path;
-  static const option longopts[] = {{"percentiles", no_argument, nullptr, 'P'}, {"help", no_argument, nullptr, 'h'},
-                                    {nullptr, 0, nullptr, 0}};
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "+f:o:h", longopts, nullptr)) != -1) {
-    switch (c) {
-      case 'f':
-        if (strcmp(optarg, "folded") != 0 && strcmp(optarg, "text") != 0) {
-          fmt::print(stderr, "ERROR: render: invalid output format \"{}\" (text or folded)\n", optarg);
-          return 1;
-        }
-        opts.folded = strcmp(optarg, "folded") == 0;
-        break;
-      case 'o': out_path = optarg; break;
-      case 'P': opts.percentiles = true; break;
-      case 'h': fmt::print("{}", kRenderUsage); return 0;
-      default: fmt::print(stderr, "{}", kRenderUsage); return 1;
-    }
-  }
-  if (optind != argc - 1) {
-    fmt::print(stderr, "ERROR: render: expects one recording (a file, or - for standard input)\n{}", kRenderUsage);
-    return 1;
-  }
-  const std::string path = argv[optind];
-  std::ifstream file;
-  if (path != "-") {
-    file.open(path);
-    if (!file) {
-      fmt::print(stderr, "ERROR: render: cannot open {}: {}\n", path, strerror(errno));
-      return 1;
-    }
-  }
-  std::istream& in = path == "-" ? std::cin : file;
-  FILE* out = stdout;
-  if (!out_path.empty() && !(out = fopen(out_path.c_str(), "w"))) {
-    fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", out_path, strerror(errno));
-    return 1;
-  }
-  std::string line;
-  int rc = 0;
-  for (uint64_t n = 1; std::getline(in, line); ++n) {
-    std::string error;
-    auto r = output::render_message(line, opts, error);
-    if (!r) {
-      fflush(out);
-      fmt::print(stderr, "{}:{}: ERROR: {}\n", path == "-" ? "stdin" : path, n, error);
-      rc = 1;
-      break;
-    }
-    fwrite(r->out.data(), 1, r->out.size(), out);
-    if (!r->err.empty()) {
-      fflush(out);
-      fwrite(r->err.data(), 1, r->err.size(), stderr);
-    }
-  }
-  if (out != stdout) fclose(out);
-  return rc;
-}
-
 int list_tools() {
   fmt::print("{:<16} {:<60} {}\n", "TOOL", "DESCRIPTION", "STATUS");
   for (const auto& t : tools::all()) {
@@ -474,6 +437,9 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.gap_before_maps = false;
   cli.run.hist_layout = output::HistLayout::Bcc;
   cli.run.percentiles = tool.percentiles;
+  cli.run.flamegraph.kind = tool.graph;
+  cli.run.flamegraph.unit = tool.graph_unit;
+  if (tool.graph == output::GraphKind::OffWake) cli.run.stack_layout = output::StackLayout::OffWake;
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;
@@ -489,6 +455,170 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   return std::nullopt;
 }
 
+// --title and --inverted describe the flame graph: alone they do nothing.
+std::optional<int> check_graph_options(const Cli& cli) {
+  const auto& g = cli.run.flamegraph;
+  if (cli.run.flamegraph_file.empty() && (!g.title.empty() || g.inverted)) {
+    fmt::print(stderr, "ERROR: {} applies to a flame graph: add --flamegraph FILE.svg\n",
+               g.title.empty() ? "--inverted" : "--title");
+    return 1;
+  }
+  return std::nullopt;
+}
+
+// Renders a recording (a run's -f json output, output::render_message):
+// its text to `out` and stderr, and with a flame graph asked for, the maps
+// keyed by stacks into `set`. Returns an exit status.
+int render_recording(std::string_view text, const std::string& name, const output::RenderOptions& opts, FILE* out,
+                     output::StackSet* set) {
+  uint64_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    ++n;
+    std::string error;
+    auto r = output::render_message(line, opts, error);
+    if (!r) {
+      fflush(out);
+      fmt::print(stderr, "{}:{}: ERROR: {}\n", name, n, error);
+      return 1;
+    }
+    if (set && r->map && output::is_foldable(*r->map)) {
+      output::StackSet s = output::map_stacks(*r->map);
+      set->user_and_kernel |= s.user_and_kernel;
+      for (auto& st : s.stacks) set->stacks.push_back(std::move(st));
+    }
+    fwrite(r->out.data(), 1, r->out.size(), out);
+    if (!r->err.empty()) {
+      fflush(out);
+      fwrite(r->err.data(), 1, r->err.size(), stderr);
+    }
+  }
+  return 0;
+}
+
+// `bpfscope render [options] INPUT`: INPUT (`-` is stdin) is a recording (a
+// run's -f json output: NDJSON, its first line a JSON object), printed again
+// as the live run printed it and, with --flamegraph, drawn; or folded stacks
+// (`-f folded` output, or FlameGraph's collapsed stacks), drawn as a flame
+// graph. argv[0] is "render".
+int render(int argc, char** argv) {
+  enum { kOut = 1, kRenderTitle, kRenderInverted, kKind, kUnit, kMinWidth, kHelp, kRenderPercentiles };
+  static const option opts[] = {
+      {"flamegraph", required_argument, nullptr, kOut}, {"title", required_argument, nullptr, kRenderTitle},
+      {"inverted", no_argument, nullptr, kRenderInverted}, {"kind", required_argument, nullptr, kKind},
+      {"unit", required_argument, nullptr, kUnit},        {"minwidth", required_argument, nullptr, kMinWidth},
+      {"percentiles", no_argument, nullptr, kRenderPercentiles}, {"help", no_argument, nullptr, kHelp},
+      {nullptr, 0, nullptr, 0},
+  };
+  constexpr const char* usage =
+      "USAGE: bpfscope render [--percentiles] [-f text|folded] [-o FILE] RECORDING\n"
+      "       bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind cpu|offcpu|offwake]\n"
+      "                       [--unit UNIT] [--minwidth PX] RECORDING|FILE.folded\n"
+      "A RECORDING is a run's -f json output (NDJSON; - reads stdin). It is printed as the live run\n"
+      "printed it: maps, histograms, printf lines and tables on stdout (or -o FILE), the attach\n"
+      "message and warnings on stderr; with --flamegraph its maps keyed by stacks are also drawn.\n"
+      "Folded stacks (\"frame;frame;leaf COUNT\" lines) are drawn as a flame graph.\n"
+      "  -f folded       a recording's maps keyed by stacks as folded stacks (other output to stderr)\n"
+      "  --percentiles   estimated p50, p90, p99 and p99.9 under each histogram of a recording\n"
+      "  --kind   colours: cpu (warm; frames ending _[k] are kernel frames), offcpu (blues), offwake\n"
+      "           (blues below a -- frame, the waker's purples above it)\n"
+      "  --unit   what the counts are (default samples)\n"
+      "  --minwidth  leave out frames narrower than PX pixels (default 0.5), and say how many\n";
+  std::string graph_path, text_path;
+  output::FlameGraphOptions go;
+  output::RenderOptions ro;
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "hf:o:", opts, nullptr)) != -1) {
+    switch (c) {
+      case kOut: graph_path = optarg; break;
+      case kRenderTitle: go.title = optarg; break;
+      case kRenderInverted: go.inverted = true; break;
+      case kUnit: go.unit = optarg; break;
+      case kRenderPercentiles: ro.percentiles = true; break;
+      case 'o': text_path = optarg; break;
+      case 'f':
+        if (strcmp(optarg, "folded") != 0 && strcmp(optarg, "text") != 0) {
+          fmt::print(stderr, "ERROR: render: invalid output format \"{}\" (text or folded)\n", optarg);
+          return 1;
+        }
+        ro.folded = strcmp(optarg, "folded") == 0;
+        break;
+      case kMinWidth: {
+        char* end;
+        const double w = strtod(optarg, &end);
+        if (*end || !(w >= 0.01 && w <= 100)) {
+          fmt::print(stderr, "ERROR: render: --minwidth takes pixels from 0.01 to 100, not \"{}\"\n", optarg);
+          return 1;
+        }
+        go.min_width = w;
+        break;
+      }
+      case kKind:
+        if (auto k = output::graph_kind(optarg)) {
+          go.kind = *k;
+          break;
+        }
+        fmt::print(stderr, "ERROR: render: unknown --kind \"{}\" (cpu, offcpu or offwake)\n", optarg);
+        return 1;
+      case 'h':
+      case kHelp: fmt::print("{}", usage); return 0;
+      default:
+        fmt::print(stderr, "ERROR: render: unknown or incomplete option: {}\n{}", argv[optind - 1], usage);
+        return 1;
+    }
+  }
+  if (argc - optind != 1) {
+    fmt::print(stderr, "ERROR: render: expected one input file (a recording or FILE.folded, or - for stdin)\n{}",
+               usage);
+    return 1;
+  }
+  const std::string in_path = argv[optind];
+  const std::string name = in_path == "-" ? "stdin" : in_path;
+  std::string text;
+  if (!read_file(in_path, text)) {
+    fmt::print(stderr, "ERROR: render: cannot open {}: {}\n", in_path, strerror(errno));
+    return 1;
+  }
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool recording = first != std::string::npos && text[first] == '{';
+  output::StackSet set;
+  if (recording) {
+    FILE* out = stdout;
+    if (!text_path.empty() && !(out = fopen(text_path.c_str(), "w"))) {
+      fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", text_path, strerror(errno));
+      return 1;
+    }
+    const int rc = render_recording(text, name, ro, out, graph_path.empty() ? nullptr : &set);
+    if (out != stdout) fclose(out);
+    if (rc || graph_path.empty()) return rc;
+  } else {
+    if (graph_path.empty()) {
+      fmt::print(stderr, "ERROR: render: nothing to do: give --flamegraph OUT.svg (the input holds folded stacks)\n{}", usage);
+      return 1;
+    }
+    auto folded = output::read_folded(text, name);
+    if (!folded) {
+      fmt::print(stderr, "{}\n", folded.error());
+      return 1;
+    }
+    set = std::move(*folded);
+  }
+  const output::FlameGraph g = output::flamegraph_svg(set, go);
+  std::ofstream f(graph_path, std::ios::binary);
+  if (f) f.write(g.svg.data(), static_cast<std::streamsize>(g.svg.size()));
+  if (f) f.close();
+  if (!f) {
+    fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", graph_path, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -498,6 +628,8 @@ int main(int argc, char** argv) {
       {"info", no_argument, nullptr, kInfo},        {"no-warnings", no_argument, nullptr, kNoWarnings},
       {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
       {"percentiles", no_argument, nullptr, kPercentiles},
+      {"flamegraph", required_argument, nullptr, kFlamegraph}, {"title", required_argument, nullptr, kTitle},
+      {"inverted", no_argument, nullptr, kInverted},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before
@@ -508,7 +640,7 @@ int main(int argc, char** argv) {
   if (tool_at) {
     std::string_view word = argv[tool_at];
     if (word == "tools") return list_tools();
-    if (word == "render" && tool_at == 1) return render_main(argc - 1, argv + 1);
+    if (word == "render" && tool_at == 1) return render(argc - 1, argv + 1);
     if (const tools::Tool* t = tools::find(word); t && word.find('/') == std::string_view::npos) {
       tool = *t;
     } else if (std::string text; read_file(std::string(word), text) && tools::has_header(text)) {
@@ -539,6 +671,7 @@ int main(int argc, char** argv) {
   }
   if (tool) {
     if (auto rc = load_tool(cli, *tool, argc, argv, tool_at + 1)) return *rc;
+    if (auto rc = check_graph_options(cli)) return *rc;
     return compile_and_run(cli);
   }
   // getopt_long consumes the first `--` and moves it in front of the
@@ -580,5 +713,6 @@ int main(int argc, char** argv) {
     }
     cli.positional.push_back(argv[i]);
   }
+  if (auto rc = check_graph_options(cli)) return *rc;
   return compile_and_run(cli);
 }

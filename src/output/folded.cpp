@@ -1,7 +1,11 @@
-// Folded stacks (`-f folded`): one line per map entry keyed by a stack,
+// Stacks of maps keyed by kstack/ustack (the model that folded text and
+// flame graphs share), and folded stacks (`-f folded`): one line per stack,
 // "frame;frame;frame count", root first, as FlameGraph and speedscope read.
 #include <fmt/format.h>
+
 #include <map>
+#include <span>
+#include <utility>
 
 #include "output/map_common.h"
 #include "output/output.h"
@@ -26,6 +30,28 @@ void fields(const Value& key, std::vector<const Value*>& out) {
   }
 }
 
+FrameKind kind_of(Value::StackOf of) {
+  switch (of) {
+    case Value::StackOf::None: return FrameKind::Other;
+    case Value::StackOf::User: return FrameKind::User;
+    case Value::StackOf::Kernel: return FrameKind::Kernel;
+  }
+  std::unreachable();
+}
+
+// Key fields, root first: the other fields, then the user stacks, then the
+// kernel stacks, each stack's frames root first.
+void plain_frames(std::span<const Value* const> f, std::vector<Frame>& frames) {
+  for (const Value* v : f)
+    if (v->stack == Value::StackOf::None) frames.push_back({to_text(*v), FrameKind::Other});
+  for (auto of : {Value::StackOf::User, Value::StackOf::Kernel}) {
+    for (const Value* v : f) {
+      if (v->stack != of) continue;
+      for (auto it = v->elems.rbegin(); it != v->elems.rend(); ++it) frames.push_back({it->s, kind_of(of)});
+    }
+  }
+}
+
 }  // namespace
 
 bool is_foldable(const MapSnapshot& map) {
@@ -40,39 +66,59 @@ bool is_foldable(const MapSnapshot& map) {
   return false;
 }
 
-std::string folded_text(const MapSnapshot& map) {
-  std::map<std::string, int64_t> lines;
+StackSet map_stacks(const MapSnapshot& map, StackLayout layout) {
+  StackSet set;
+  std::vector<const Value*> f;
   for (const auto& [key, agg] : map.entries) {
-    std::vector<const Value*> f;
+    f.clear();
     fields(key, f);
     bool has_user = false, has_kernel = false;
     for (const Value* v : f) {
       has_user |= v->stack == Value::StackOf::User;
       has_kernel |= v->stack == Value::StackOf::Kernel;
     }
-    // Other key fields (comm, pid...) first, as the base frames; then the
-    // user stack, then the kernel stack above it, each root first.
-    std::vector<std::string> frames;
-    for (const Value* v : f)
-      if (v->stack == Value::StackOf::None) frames.push_back(frame_text(to_text(*v)));
-    for (auto of : {Value::StackOf::User, Value::StackOf::Kernel}) {
-      const char* mark = of == Value::StackOf::Kernel && has_user && has_kernel ? "_[k]" : "";
-      for (const Value* v : f) {
-        if (v->stack != of) continue;
-        for (auto it = v->elems.rbegin(); it != v->elems.rend(); ++it) frames.push_back(frame_text(it->s) + mark);
+    set.user_and_kernel |= has_user && has_kernel;
+    Stack s;
+    switch (layout) {
+      case StackLayout::Plain: plain_frames(f, s.frames); break;
+      case StackLayout::OffWake: {
+        // The blocked thread's half root first; the waker's half the same
+        // way, then reversed, so that its leaf meets the separator.
+        const size_t half = f.size() / 2;
+        plain_frames(std::span(f).first(half), s.frames);
+        s.frames.push_back({"--", FrameKind::Separator});
+        std::vector<Frame> waker;
+        plain_frames(std::span(f).subspan(half), waker);
+        s.frames.insert(s.frames.end(), waker.rbegin(), waker.rend());
+        break;
       }
     }
-    std::string line;
-    for (size_t i = 0; i < frames.size(); ++i) line += (i ? ";" : "") + frames[i];
-    const Value n = map.kind == AggKind::Avg ? average(agg, map.value_signed) : agg.value;
-    lines[line] += n.as_i64();
+    s.count = (map.kind == AggKind::Avg ? average(agg, map.value_signed) : agg.value).as_i64();
+    set.stacks.push_back(std::move(s));
   }
-  // A key with no frames at all (an empty kernel stack of a user-space
-  // sample) has no place in a flame graph.
+  return set;
+}
+
+std::string folded_text(const StackSet& set) {
+  std::map<std::string, int64_t> lines;
+  std::string line;
+  for (const Stack& s : set.stacks) {
+    // A key with no frames at all (an empty kernel stack of a user-space
+    // sample) has no place in a flame graph.
+    if (s.frames.empty()) continue;
+    line.clear();
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+      if (i) line += ';';
+      line += frame_text(s.frames[i].name);
+      if (s.frames[i].kind == FrameKind::Kernel && set.user_and_kernel) line += "_[k]";
+    }
+    lines[line] += s.count;
+  }
   std::string out;
-  for (const auto& [line, n] : lines)
-    if (!line.empty()) out += fmt::format("{} {}\n", line, n);
+  for (const auto& [text, n] : lines) out += fmt::format("{} {}\n", text, n);
   return out;
 }
+
+std::string folded_text(const MapSnapshot& map, StackLayout layout) { return folded_text(map_stacks(map, layout)); }
 
 }  // namespace bpfscope::output

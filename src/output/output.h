@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <expected>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,14 +173,89 @@ std::vector<double> estimate_percentiles(const MapSnapshot& map, const std::vect
 std::string percentiles_text(const std::vector<double>& values);
 std::string percentiles_json(const std::vector<double>& values);
 
-// Folded stacks (-f folded): whether a map's keys hold a kernel or user
-// stack (a count, sum, avg, min, max or plain map), and its entries as
-// "base;frames;leaf count" lines: the other key fields (comm, pid...) first,
-// then the user stack and the kernel stack above it, root first, kernel
-// frames marked "_[k]" when a key has both; entries that fold to the same
-// line are summed, lines sorted.
+// Stacks: one model for folded stacks and flame graphs. A map keyed by
+// stacks becomes a list of stacks, each its frames root first (a frame has
+// a name and a kind) and its count; the folded text and the SVG writer both
+// read that list, and neither parses the other's output.
+enum class FrameKind : uint8_t {
+  Other,      // a key field that is no stack (comm, pid...), or an unmarked folded frame
+  User,       // a user-space function
+  Kernel,     // a kernel function (folded: "_[k]" when the key also has a user stack)
+  Separator,  // "--" between a blocked stack and its waker's (off-wake graphs)
+};
+struct Frame {
+  std::string name;
+  FrameKind kind = FrameKind::Other;
+  bool operator==(const Frame&) const = default;
+};
+struct Stack {
+  std::vector<Frame> frames;  // root first
+  int64_t count = 0;          // the map's value (an avg() map: the average)
+};
+struct StackSet {
+  std::vector<Stack> stacks;  // in the map's entry order; a stack may repeat
+  // The keys hold both a user and a kernel stack: folded text marks the
+  // kernel frames "_[k]" (FlameGraph's palettes colour them apart).
+  bool user_and_kernel = false;
+};
+
+// How a map's key becomes a stack.
+// Plain: the other key fields (comm, pid...) first, then the user stack,
+// then the kernel stack above it, each root first.
+// OffWake (offwaketime): the key's fields are two equal halves, the blocked
+// thread's and then its waker's, as Brendan Gregg's off-wake flame graphs
+// stack them: the blocked half as Plain, a "--" separator frame, then the
+// waker's half reversed (kernel stack leaf first, then user stack leaf
+// first, then its other fields), so the two stacks meet at the wakeup.
+enum class StackLayout { Plain, OffWake };
+
+// Whether a map's keys hold a kernel or user stack (a count, sum, avg, min,
+// max or plain map).
 bool is_foldable(const MapSnapshot& map);
-std::string folded_text(const MapSnapshot& map);
+StackSet map_stacks(const MapSnapshot& map, StackLayout layout = StackLayout::Plain);
+
+// Folded stacks (-f folded): "frame;frame;leaf count" lines, root first;
+// ';' and newlines in names become ':'; stacks that fold to the same line
+// are summed, stacks with no frames dropped, lines sorted.
+std::string folded_text(const StackSet& set);
+std::string folded_text(const MapSnapshot& map, StackLayout layout = StackLayout::Plain);
+
+// Folded stacks read back (bpfscope render, src/output/folded_read.cpp):
+// one "frame;frame;leaf COUNT" line per stack; "_[k]" marks a kernel frame
+// (the mark is removed), "--" is a separator, other frames are user frames;
+// empty lines are skipped. A malformed line is an error
+// "FILE:LINE: ERROR: ..." naming it.
+std::expected<StackSet, std::string> read_folded(std::string_view text, std::string_view filename);
+
+// Flame graphs (--flamegraph FILE.svg, src/output/flamegraph.cpp): the
+// stacks merged into a tree, as an interactive SVG that works offline (its
+// script is inline): tooltips, click to zoom, search, reset.
+enum class GraphKind {
+  Cpu,     // on-CPU samples: warm colours (user red, kernel orange)
+  OffCpu,  // blocked time: blues
+  OffWake, // blocked stack in blues, "--", its waker's stack in purples
+};
+struct FlameGraphOptions {
+  std::string title;               // "" : by kind ("CPU Flame Graph", ...)
+  std::string unit = "samples";    // what the counts are: "samples", "us"
+  GraphKind kind = GraphKind::Cpu;
+  bool inverted = false;           // icicle: the root at the top
+  int width = 1200;                // pixels
+  // Frames narrower than this (pixels) are not drawn, nor their children:
+  // at 0.5 a browser opens a graph of 100,000 stacks in well under a
+  // second (bench/flamegraph.py); at FlameGraph's 0.1 it draws 7x more.
+  double min_width = 0.5;
+};
+struct FlameGraph {
+  std::string svg;
+  size_t frames_drawn = 0;
+  size_t frames_hidden = 0;  // narrower than min_width (with their descendants)
+  int64_t total = 0;         // the root's count
+};
+FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& options);
+
+// "cpu", "offcpu", "offwake" (a tool's "// flamegraph: KIND UNIT" header).
+std::optional<GraphKind> graph_kind(std::string_view name);
 
 // printf: the format is parsed once (at compile time, by sema, to check the
 // argument count and types) and applied in user space to each event.

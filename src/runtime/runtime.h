@@ -32,6 +32,15 @@ struct Options {
   // -f folded: maps keyed by stacks print as folded stacks on the output;
   // all other output goes to stderr as text, so the output is folded only.
   bool folded = false;
+  // How a key of stacks becomes one stack, for -f folded and the flame graph
+  // (a tool's "// flamegraph: offwake" header picks OffWake).
+  output::StackLayout stack_layout = output::StackLayout::Plain;
+  // --flamegraph FILE.svg: at exit the maps keyed by stacks are drawn there
+  // (with several such maps, each under a frame named after it) instead of
+  // printed; the rest of the output is unchanged. An empty unit is picked
+  // from the maps: "samples" for count() maps.
+  std::string flamegraph_file;
+  output::FlameGraphOptions flamegraph{.unit = ""};
   bool percentiles = false;  // --percentiles: estimated p50/p90/p99/p99.9 under each histogram
   // A packaged tool's name: its load and attach errors are one line each
   // (lang::Diagnostics::render for tools). "" for scripts.

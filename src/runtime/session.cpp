@@ -189,6 +189,12 @@ class Session {
 
   ~Session() {
     if (out_ && out_ != stdout) fclose(out_);
+    if (graph_file_) {
+      fclose(graph_file_);
+      // A run that ended before its graph (a load error, --dry-run) leaves
+      // no empty file behind.
+      if (!graph_written_) unlink(o_.flamegraph_file.c_str());
+    }
     if (rb_) ring_buffer__free(rb_);
   }
 
@@ -202,6 +208,15 @@ class Session {
       }
     }
     setvbuf(out_, nullptr, _IOFBF, 1 << 16);
+    // Opened now, so that a path that cannot be written fails before
+    // anything is traced.
+    if (!o_.flamegraph_file.empty()) {
+      graph_file_ = fopen(o_.flamegraph_file.c_str(), "w");
+      if (!graph_file_) {
+        fmt::print(stderr, "ERROR: --flamegraph: cannot open {}: {}\n", o_.flamegraph_file, strerror(errno));
+        return 1;
+      }
+    }
     if (int rc = check_kinds(); rc) return rc;
     if (int rc = create_maps(); rc) return rc;
     if (int rc = load_all(); rc) return rc;
@@ -258,6 +273,7 @@ class Session {
     else if (o_.gap_before_maps) write_out("\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
+    if (graph_file_ && write_flamegraph() != 0 && exit_code_ == 0) exit_code_ = 1;
     if (child_pid_ > 0 && !child_reaped_) {
       // The child outlives a Ctrl-C of the tracer only if it ignores it; reap if done.
       int status;
@@ -601,7 +617,7 @@ class Session {
 
   void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div) {
     if (o_.folded && output::is_foldable(snap)) {
-      const std::string text = output::folded_text(snap);
+      const std::string text = output::folded_text(snap, o_.stack_layout);
       fwrite(text.data(), 1, text.size(), out_);
       return;
     }
@@ -889,8 +905,43 @@ class Session {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
-      emit_map(read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get()), 0, 0);
+      output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
+      if (graph_file_ && output::is_foldable(snap)) {
+        // Drawn, not printed (unless folded text was asked for as well).
+        if (o_.folded) emit_map(snap, 0, 0);
+        graph_maps_.push_back(std::move(snap));
+        continue;
+      }
+      emit_map(snap, 0, 0);
     }
+  }
+
+  // The flame graph of the maps keyed by stacks, at exit.
+  int write_flamegraph() {
+    output::StackSet all;
+    output::FlameGraphOptions go = o_.flamegraph;
+    bool counts = true;  // every map a count(): "samples", as FlameGraph says
+    for (const auto& snap : graph_maps_) {
+      output::StackSet set = output::map_stacks(snap, o_.stack_layout);
+      all.user_and_kernel |= set.user_and_kernel;
+      counts &= snap.kind == output::AggKind::Count;
+      for (auto& s : set.stacks) {
+        if (graph_maps_.size() > 1) s.frames.insert(s.frames.begin(), output::Frame{snap.name, output::FrameKind::Other});
+        all.stacks.push_back(std::move(s));
+      }
+    }
+    if (go.unit.empty() && counts) go.unit = "samples";
+    const output::FlameGraph g = output::flamegraph_svg(all, go);
+    if (g.total == 0)
+      fmt::print(stderr, "WARNING: --flamegraph: no map keyed by stacks (kstack, ustack) had samples at exit; {} "
+                 "shows an empty graph\n", o_.flamegraph_file);
+    const bool ok = fwrite(g.svg.data(), 1, g.svg.size(), graph_file_) == g.svg.size() && fflush(graph_file_) == 0;
+    if (!ok) {
+      fmt::print(stderr, "ERROR: --flamegraph: cannot write {}: {}\n", o_.flamegraph_file, strerror(errno));
+      return 1;
+    }
+    graph_written_ = true;
+    return 0;
   }
 
   const sema::TypedProgram& p_;
@@ -899,6 +950,9 @@ class Session {
   const Options& o_;
   int ncpus_;
   FILE* out_ = nullptr;
+  FILE* graph_file_ = nullptr;  // --flamegraph
+  std::vector<output::MapSnapshot> graph_maps_;  // the maps it draws, read at exit
+  bool graph_written_ = false;
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;

@@ -1,5 +1,6 @@
 // Reading a tool file's header: the leading `//` lines with the keys
-// tool:, about:, option:, arg:, example: and note: (tools/README.md).
+// tool:, about:, option:, arg:, example:, note:, percentiles: and
+// flamegraph: (tools/README.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -194,6 +195,14 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
     } else if (key == "percentiles") {
       if (value != "yes" && value != "no") return fail("percentiles: yes or no");
       t.percentiles = value == "yes";
+    } else if (key == "flamegraph") {
+      std::string_view rest = value;
+      std::string_view kind = next_word(rest);
+      auto g = output::graph_kind(kind);
+      if (!g) return fail(fmt::format("flamegraph: unknown kind \"{}\" (cpu, offcpu or offwake)", kind));
+      t.graph = *g;
+      t.graph_unit = std::string(next_word(rest));
+      if (!trim(rest).empty()) return fail("flamegraph: KIND [UNIT]");
     }
   }
   if (t.name.empty()) {

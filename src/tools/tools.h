@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lang/lang.h"
+#include "output/output.h"
 
 namespace bpfscope::tools {
 
@@ -64,6 +65,11 @@ struct Tool {
   std::vector<std::string> examples;  // "tcplife -p 1215   # only trace PID 1215"
   std::vector<std::string> notes;     // extra paragraphs of the help text
   bool percentiles = false;           // "// percentiles: yes": histograms show estimated percentiles
+  // "// flamegraph: KIND [UNIT]": how --flamegraph draws its stacks (and
+  // -f folded lays out an off-wake key): cpu, offcpu or offwake colours and
+  // layout, and the unit of its counts ("us").
+  output::GraphKind graph = output::GraphKind::Cpu;
+  std::string graph_unit;
   std::string source;                 // the whole file
   std::string path;                   // "tools/tcplife.bt" or the file run directly
 };

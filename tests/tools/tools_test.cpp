@@ -65,6 +65,10 @@ TEST(Tools, HeaderErrorsNameTheLine) {
   EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int) p\n// option: -p --other P q\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:3: option other declared twice");
+  EXPECT_FALSE(parse("// tool: x\n// flamegraph: warm us\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: flamegraph: unknown kind \"warm\" (cpu, offcpu or offwake)");
+  EXPECT_FALSE(parse("// tool: x\n// flamegraph: offcpu us extra\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: flamegraph: KIND [UNIT]");
   EXPECT_FALSE(parse("BEGIN {}\n", "y.bt", err));
   EXPECT_EQ(err, "y.bt:1: no \"// tool: NAME\" line in the leading comments");
 }
@@ -233,6 +237,23 @@ TEST(Tools, ErrnoValues) {
     EXPECT_FALSE(parse_args(*t, {"-e", bad}, kGlobals, err)) << bad;
     EXPECT_EQ(err, fmt::format("x: -e: invalid errno \"{}\" (a positive number, or a name such as EPERM)", bad));
   }
+}
+
+// "// flamegraph: KIND [UNIT]": the graph's colours, layout and unit.
+TEST(Tools, FlameGraphHeader) {
+  std::string err;
+  auto t = parse("// tool: x\n// flamegraph: offwake us\n", "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->graph, output::GraphKind::OffWake);
+  EXPECT_EQ(t->graph_unit, "us");
+  t = parse("// tool: x\n// flamegraph: offcpu\n", "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->graph, output::GraphKind::OffCpu);
+  EXPECT_EQ(t->graph_unit, "");
+  EXPECT_EQ(demo().graph, output::GraphKind::Cpu);
+  EXPECT_EQ(find("offwaketime")->graph, output::GraphKind::OffWake);
+  EXPECT_EQ(find("offcputime")->graph_unit, "us");
+  EXPECT_EQ(find("profile")->graph_unit, "samples");
 }
 
 // Every embedded tool's header parses, and its name is its file's.
