@@ -21,7 +21,8 @@ namespace bpfscope::symbols {
 std::string hex_address(uint64_t addr);
 
 // Text symbols (types t/T) of /proc/kallsyms, loaded on first use. Safe to
-// share between threads. Kept compact (a kernel has ~120k of them): 12 bytes
+// share between threads, except load_only(), which is for an object one
+// thread uses (the runtime's symbolizer). Kept compact (a kernel has ~120k of them): 12 bytes
 // a symbol and its name in one blob of names, without the __pfx_ padding
 // symbols (half of them; no stack frame is in one), and the index by name is
 // made only when a name is looked up.
