@@ -20,6 +20,7 @@ output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t li
   const std::string empty = bcc ? "" : "\n";
   if (id < 0) return output::Value::of_stack(of, empty, {});  // the kernel could not take the stack (bpf_get_stackid failed)
   if (mode == sema::StackMode::BuildId) return build_id_stack(id, limit);
+  if (!user && mode != sema::StackMode::Raw) prepare_kernel();
   uint64_t frames[ir::kMaxStackFrames] = {};
   uint32_t key = static_cast<uint32_t>(id);
   if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return output::Value::of_stack(of, empty, {});
@@ -47,6 +48,25 @@ output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t li
       out += fmt::format("\t{:x} {}\n", addr, name);
   }
   return output::Value::of_stack(of, std::move(out), std::move(names));
+}
+
+void Symbolizer::prepare_kernel() const {
+  if (kernel_prepared_ || kstack_fd_ < 0) return;
+  kernel_prepared_ = true;
+  std::vector<uint64_t> addrs;
+  uint32_t key = 0, next = 0;
+  uint64_t frames[ir::kMaxStackFrames] = {};
+  bool first = true;
+  while (bpf_map_get_next_key(kstack_fd_, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (bpf_map_lookup_elem(kstack_fd_, &key, frames) != 0) continue;
+    for (uint64_t a : frames) {
+      if (a == 0) break;
+      addrs.push_back(a);
+    }
+  }
+  if (!addrs.empty()) kernel_.load_only(std::move(addrs));
 }
 
 std::string Symbolizer::symbol(bool user, uint64_t addr, uint32_t pid) const {

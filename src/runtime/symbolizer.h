@@ -35,9 +35,14 @@ class Symbolizer : public Resolver {
   std::string user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path = nullptr) const;
 
   output::Value build_id_stack(int64_t id, uint32_t limit) const;
+  // Before the first kernel name: reads /proc/kallsyms keeping only the
+  // symbols of the frames in the kernel stack map (offcputime prints its
+  // stacks at exit; the whole table is ~120k symbols).
+  void prepare_kernel() const;
 
   int kstack_fd_, ustack_fd_, build_id_fd_;
   symbols::KernelSymbols kernel_;
+  mutable bool kernel_prepared_ = false;
   mutable std::map<uint32_t, std::vector<Mapping>> maps_;  // by pid, read once (or refreshed)
   mutable std::set<uint32_t> reread_;  // pids whose mappings were read again after a miss
 };

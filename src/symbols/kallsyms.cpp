@@ -41,6 +41,9 @@ KernelSymbols::KernelSymbols(std::string path) : path_(std::move(path)) {}
 
 void KernelSymbols::load() const {
   std::call_once(once_, [this] {
+    loaded_ = true;
+    only_addrs_ = {};
+    only_syms_ = {};
     std::ifstream in(path_);
     std::string line;
     uint32_t used = 1u << kChunkBits;  // in the last chunk: none yet
@@ -81,6 +84,62 @@ void KernelSymbols::index_names() const {
   });
 }
 
+bool KernelSymbols::load_only(std::vector<uint64_t> addrs) const {
+  if (loaded_) return false;
+  std::sort(addrs.begin(), addrs.end());
+  addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
+  std::vector<std::pair<uint64_t, std::string>> found(addrs.size());
+  std::ifstream in(path_);
+  std::string line, prev_name;
+  uint64_t prev = 0;
+  size_t next = 0;  // the first address not yet placed
+  // Text symbols come in address order: the addresses from one symbol's up
+  // to the next one's are in it. Of several at one address, the first listed
+  // is kept.
+  auto place = [&](uint64_t end) {
+    for (; next < addrs.size() && addrs[next] < end; ++next)
+      if (prev != 0 && addrs[next] >= prev) found[next] = {prev, prev_name};
+  };
+  // BPF programs and trampolines come last, out of order: those (and the
+  // last ordered symbol) are kept apart and decided at the end.
+  bool ordered = true;
+  std::vector<std::pair<uint64_t, std::string>> rest;
+  while (std::getline(in, line)) {
+    auto l = parse_kallsyms_line(line);
+    if (!l || (l->type != 't' && l->type != 'T') || l->name.starts_with("__pfx_")) continue;
+    if (ordered && l->addr < prev) ordered = false;
+    if (!ordered) {
+      rest.emplace_back(l->addr, std::string(l->name));
+      if (rest.size() > 100000) return false;  // not the short tail expected
+      continue;
+    }
+    if (l->addr == prev) continue;
+    place(l->addr);
+    prev = l->addr;
+    prev_name.assign(l->name);
+  }
+  if (prev == 0) return false;
+  // The last ordered symbol and the rest: each address's symbol is the
+  // highest at or below it; the very last symbol covers only its own address
+  // (as find() does).
+  rest.emplace_back(prev, prev_name);
+  std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    auto it = std::upper_bound(rest.begin(), rest.end(), addrs[i],
+                               [](uint64_t a, const auto& r) { return a < r.first; });
+    if (it == rest.begin()) continue;
+    --it;
+    while (it != rest.begin() && (it - 1)->first == it->first) --it;
+    if (it->first > found[i].first) found[i] = *it;
+  }
+  const uint64_t last = rest.back().first;
+  for (size_t i = 0; i < addrs.size(); ++i)
+    if (found[i].first == last && addrs[i] != last) found[i] = {0, ""};
+  only_addrs_ = std::move(addrs);
+  only_syms_ = std::move(found);
+  return true;
+}
+
 const KernelSymbols::Sym* KernelSymbols::find(uint64_t addr) const {
   load();
   auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
@@ -96,12 +155,28 @@ const KernelSymbols::Sym* KernelSymbols::find(uint64_t addr) const {
 }
 
 std::optional<std::string> KernelSymbols::name(uint64_t addr) const {
+  if (!loaded_) {
+    auto it = std::lower_bound(only_addrs_.begin(), only_addrs_.end(), addr);
+    if (it != only_addrs_.end() && *it == addr) {
+      const auto& [at, n] = only_syms_[it - only_addrs_.begin()];
+      if (at == 0) return std::nullopt;
+      return n;
+    }
+  }
   const Sym* s = find(addr);
   if (!s) return std::nullopt;
   return std::string(name_of(*s));
 }
 
 std::string KernelSymbols::with_offset(uint64_t addr) const {
+  if (!loaded_) {
+    auto it = std::lower_bound(only_addrs_.begin(), only_addrs_.end(), addr);
+    if (it != only_addrs_.end() && *it == addr) {
+      const auto& [at, n] = only_syms_[it - only_addrs_.begin()];
+      if (at == 0) return hex_address(addr);
+      return fmt::format("{}+{}", n, addr - at);
+    }
+  }
   const Sym* s = find(addr);
   if (!s) return hex_address(addr);
   return fmt::format("{}+{}", name_of(*s), addr - s->addr);

@@ -21,7 +21,8 @@ namespace bpfscope::symbols {
 std::string hex_address(uint64_t addr);
 
 // Text symbols (types t/T) of /proc/kallsyms, loaded on first use. Safe to
-// share between threads. Kept compact (a kernel has ~120k of them): 12 bytes
+// share between threads, except load_only(), which is for an object one
+// thread uses (the runtime's symbolizer). Kept compact (a kernel has ~120k of them): 12 bytes
 // a symbol and its name in one blob of names, without the __pfx_ padding
 // symbols (half of them; no stack frame is in one), and the index by name is
 // made only when a name is looked up.
@@ -45,6 +46,12 @@ class KernelSymbols {
   // Sorted, unique names matching a glob (*, ?, [..]), without the
   // __pfx_ padding symbols (-l kprobe:*).
   std::vector<std::string> match(std::string_view glob) const;
+  // Reads /proc/kallsyms once keeping only the symbols that contain
+  // `addrs` (the frames of every kernel stack a map holds), so that naming
+  // them does not need the whole table in memory. A later lookup of another
+  // address loads the whole table. Returns false (and does nothing) when the
+  // table is already loaded or the file is not in address order.
+  bool load_only(std::vector<uint64_t> addrs) const;
 
  private:
   // 12 bytes (packed: no padding after name).
@@ -63,6 +70,11 @@ class KernelSymbols {
   mutable std::vector<Sym> syms_;                  // sorted by address (then file order)
   mutable std::vector<std::unique_ptr<char[]>> chunks_;  // the names
   mutable std::vector<uint32_t> by_name_;          // indexes into syms_, sorted by name (then address)
+  // load_only(): the addresses asked for, sorted, and each one's symbol
+  // (addr 0: none), while the whole table is not loaded.
+  mutable std::vector<uint64_t> only_addrs_;
+  mutable std::vector<std::pair<uint64_t, std::string>> only_syms_;
+  mutable bool loaded_ = false;
 };
 
 // One SystemTap SDT probe from .note.stapsdt.

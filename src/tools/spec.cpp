@@ -6,7 +6,8 @@
 // p/r are a function's entry and return (uprobe/uretprobe in a library,
 // kprobe/kretprobe without one), t a kernel tracepoint, u a USDT probe. The
 // signature names the function's arguments (`size` becomes arg0); `$retval`
-// and `$PID` are retval and pid. Types cast the expressions (`char*` reads a
+// and `$PID` are retval and pid; a USDT probe's arg1, arg2... are bpftrace's
+// arg0, arg1... (bcc counts them from 1). Types cast the expressions (`char*` reads a
 // string).
 #include <fmt/format.h>
 
@@ -144,6 +145,9 @@ std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const
                                                   pname, type == "r" ? "return (r:)" : "tracepoint or USDT"));
     }
   }
+  // bcc numbers a USDT probe's arguments from 1 (bpf_usdt_readarg), bpftrace from 0.
+  if (type == "u")
+    for (int i = 1; i <= 12; ++i) v.aliases.emplace_back(fmt::format("arg{}", i), fmt::format("arg{}", i - 1));
   v.aliases.emplace_back("$retval", type == "r" ? "retval" : "!$retval is only known in a return probe (r:)");
   v.aliases.emplace_back("$PID", "pid");
   v.aliases.emplace_back("$latency", "!$latency is not supported here (time the function with funclatency)");

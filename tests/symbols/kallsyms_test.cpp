@@ -68,6 +68,41 @@ TEST(KernelSymbols, MatchGlob) {
   EXPECT_TRUE(k.match("nothing*").empty());
 }
 
+// load_only() keeps only the symbols of the addresses asked for, and names
+// them as the whole table does: ranges up to the next symbol, the first of
+// several at one address, the out-of-order tail (BPF programs, trampolines),
+// nothing before the first symbol or past the last one; another address
+// loads the whole table.
+TEST(KernelSymbols, LoadOnlyNamesAsTheWholeTable) {
+  TempFile f(
+      "ffffffff81000000 T _stext\n"
+      "ffffffff81000000 T _text\n"
+      "ffffffff810000f0 T __pfx_helper\n"
+      "ffffffff81000100 t helper\n"
+      "ffffffff81000200 D some_data\n"
+      "ffffffff81000300 T last_kernel\n"
+      "ffffffffc0203000 t ftrace_trampoline\t[__builtin__ftrace]\n"
+      "ffffffffc0025b88 t bpf_prog_a_probe\t[bpf]\n"
+      "ffffffffc0026d18 t bpf_prog_c\t[bpf]\n"
+      "ffffffffc00269ec t bpf_prog_b\t[bpf]\n");
+  const std::vector<uint64_t> addrs = {0x1234,           0xffffffff81000000, 0xffffffff810000f8, 0xffffffff81000110,
+                                       0xffffffff81000204, 0xffffffff81000310, 0xffffffffc0025b90, 0xffffffffc0026a00,
+                                       0xffffffffc0026d20, 0xffffffffc0203000, 0xffffffffc0203008};
+  KernelSymbols whole(f.path()), only(f.path());
+  ASSERT_TRUE(only.load_only(addrs));
+  for (uint64_t a : addrs) {
+    EXPECT_EQ(only.name(a), whole.name(a)) << std::hex << a;
+    EXPECT_EQ(only.with_offset(a), whole.with_offset(a)) << std::hex << a;
+  }
+  EXPECT_EQ(only.with_offset(0xffffffff81000110), "helper+16");
+  EXPECT_EQ(only.name(0xffffffffc0026a00), "bpf_prog_b");
+  EXPECT_EQ(only.with_offset(0xffffffffc0203008), "0xffffffffc0203008");  // past the last symbol
+  // Another address: the whole table, which a second load_only() leaves alone.
+  EXPECT_EQ(only.with_offset(0xffffffff81000120), "helper+32");
+  EXPECT_FALSE(only.load_only(addrs));
+  EXPECT_EQ(only.size(), 8u);
+}
+
 TEST(KernelSymbols, MissingFileIsEmpty) {
   KernelSymbols k("/nonexistent/kallsyms");
   EXPECT_EQ(k.size(), 0u);

@@ -183,6 +183,7 @@ TEST(Tools, BccSpecifiers) {
   v = bcc_specifier("h", "-H", "u:pthread:pthread_start():u64:arg2", why);
   ASSERT_TRUE(v) << why;
   EXPECT_EQ(v->parts[0].text, "usdt:libpthread:pthread_start");
+  EXPECT_EQ(v->aliases[1], (std::pair<std::string, std::string>{"arg2", "arg1"}));  // bcc counts USDT args from 1
 
   const std::vector<std::pair<const char*, const char*>> bad = {
       {"t:block", "a specifier needs at least TYPE:LIBRARY:FUNCTION(SIGNATURE)"},
