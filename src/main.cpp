@@ -59,6 +59,7 @@ OPTIONS:
                    -p: the process's files), iter:NAME, kprobe:FUNC, fentry:vmlinux:FUNC
                    (globs; default: the first three); with -v, also their arguments
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
+                   (not interval timers or iterators)
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
     --unsafe       allow functions that change the system: system() and signal()

@@ -36,7 +36,11 @@ void Lowerer::run() {
     b_.set_block(some);
   }
   enter_scratch(0);
-  if (opts_.filter_pid > 0 && unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End) {
+  // -p/-c: probes fire for that process only; not timers (interval runs in
+  // whatever task the timer interrupts) nor iterators (they run in ours).
+  const bool per_process = unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End &&
+                           unit_.kind != sema::ProbeKind::Interval && unit_.kind != sema::ProbeKind::Iter;
+  if (opts_.filter_pid > 0 && per_process) {
     VregId pid = b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32);
     BlockId mine = b_.new_block(), other = b_.new_block();
     b_.branch_imm(ir::Cond::Eq, pid, opts_.filter_pid, mine, other);
