@@ -577,6 +577,18 @@ def storm_run(tool, impl, mode="cycle"):
             "others": others}
 
 
+def print_others(results, when):
+    """The BPF programs not the measured tool's that ran in its rounds."""
+    others = {}
+    for xs in results.values():
+        for x in xs:
+            for k, v in x["others"].items():
+                others[k] = others.get(k, 0) + v
+    if others:
+        print(f"   other BPF programs that ran {when} (other tracers on the machine): "
+              + ", ".join(f"{k} ({v} runs)" for k, v in sorted(others.items())))
+
+
 class LoopDevice:
     """A loop device on a 128 MiB file in TMP (room for N_IO 4 KiB writes), removed on exit."""
     def __enter__(self):
@@ -676,14 +688,7 @@ def main_per_op():
             print(f"  {tool:<10} bpfscope / libbpf-tools per event: median "
                   f"{fmt_ratio(med([x['ns_op'] for x in a]), med([x['ns_op'] for x in b]))}, min "
                   f"{fmt_ratio(min(x['ns_op'] for x in a), min(x['ns_op'] for x in b))}  (target <= 1.0)")
-    others = {}
-    for xs in res.values():
-        for x in xs:
-            for k, c in x["others"].items():
-                others[k] = others.get(k, 0) + c
-    if others:
-        print("   other BPF programs that ran meanwhile (other tracers on the machine): "
-              + ", ".join(f"{k} ({c} runs)" for k, c in sorted(others.items())))
+    print_others(res, "meanwhile")
     sys.stdout.flush()
 
 
@@ -808,14 +813,7 @@ def main_tools(kern):
     print("    one per printf statement, 3 per tcpstates line; libbpf-tools count events. A lost")
     print("    record skips the output's copy and wake-up, so it lowers that tool's figure. bpfscope-rb16M = bpfscope")
     print("    with BPFTRACE_PERF_RB_PAGES=4096 instead of the tools' 256 KiB ring buffer)")
-    others = {}
-    for xs in sm.values():
-        for x in xs:
-            for k, v in x["others"].items():
-                others[k] = others.get(k, 0) + v
-    if others:
-        print("   other BPF programs that ran during the storms (other tracers on the machine): "
-              + ", ".join(f"{k} ({v} runs)" for k, v in sorted(others.items())))
+    print_others(sm, "during the storms")
     sys.stdout.flush()
 
 
