@@ -53,7 +53,11 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
             args.push_back({.val = constant(0, Type::integer(8, false))});
         }
       } else if (action.kind == sema::ActionKind::Table) {
-        args.push_back({.expr = e.args[1]});
+        // The row limit; print((@usecs, @AVG)) has none.
+        if (action.table_hist)
+          args.push_back({.val = constant(0, Type::integer(8, false))});
+        else
+          args.push_back({.expr = e.args[1]});
       } else {
         args.push_back({.expr = e.args[0]});
       }
