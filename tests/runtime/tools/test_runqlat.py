@@ -127,14 +127,17 @@ class RunqlenTest(unittest.TestCase):
     def test_linear_histogram_text(self):
         # libbpf-tools' print_linear_hist: a "runqlen" header, then one row per
         # non-empty length (buckets of 1); with -C a "cpu = N" line before
-        # each CPU's. Two spinners on CPU 0: one always waits there.
-        with Work("spin", 1600, cpu=0) as a, Work("spin", 1600, cpu=0) as b:
+        # each CPU's. Two spinners on CPU 0: one always waits there; one on
+        # CPU 1, which an idle machine would not sample at all.
+        with Work("spin", 1600, cpu=0) as a, Work("spin", 1600, cpu=0) as b, Work("spin", 1600, cpu=1) as c:
             p = start_tool(["runqlen", "-C", "1", "1"])
             a.go()
             b.go()
+            c.go()
             run = p.finish()
             a.wait_done()
             b.wait_done()
+            c.wait_done()
         self.assertEqual(run.rc, 0, run)
         i = run.lines.index("cpu = 0")
         self.assertEqual(run.lines[i + 1], "     runqlen       : count     distribution", run)
