@@ -3,6 +3,7 @@
 #include "bpf/btf.h"  // also libbpf's <bpf/btf.h> (#include_next)
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -24,20 +25,39 @@ std::string_view strip_prefix(std::string_view s, std::string_view prefix, bool&
 }
 
 // The name indexes (Btf::State) each cover a group of kinds.
+// kIndexGroups: a kind no index covers.
 enum IndexGroup { kComposite, kEnums, kNamed, kIndexGroups };
-// A type's group, or kIndexGroups when no index covers its kind.
-IndexGroup index_group(const btf_type* t) {
-  switch (btf_kind(t)) {
-    case BTF_KIND_STRUCT:
-    case BTF_KIND_UNION: return kComposite;
-    case BTF_KIND_ENUM:
-    case BTF_KIND_ENUM64: return kEnums;
-    case BTF_KIND_TYPEDEF:
-    case BTF_KIND_INT:
-    case BTF_KIND_FLOAT: return kNamed;
-    default: return kIndexGroups;
-  }
-}
+
+// What follows a kind's struct btf_type (a fixed part and one item per
+// vlen), and its index group: a table, since the first pass over the
+// kernel's ~150k types is a tight loop that a switch's branches slow down.
+struct KindLayout {
+  uint8_t fixed = 0, per_item = 0;
+  IndexGroup group = kIndexGroups;
+  bool known = false;
+};
+constexpr std::array<KindLayout, 32> kKindLayouts = [] {
+  std::array<KindLayout, 32> k{};
+  auto set = [&](int kind, size_t fixed, size_t per_item, IndexGroup g = kIndexGroups) {
+    k[kind] = KindLayout{static_cast<uint8_t>(fixed), static_cast<uint8_t>(per_item), g, true};
+  };
+  set(BTF_KIND_INT, 4, 0, kNamed);
+  set(BTF_KIND_FLOAT, 0, 0, kNamed);
+  set(BTF_KIND_TYPEDEF, 0, 0, kNamed);
+  set(BTF_KIND_STRUCT, 0, sizeof(struct btf_member), kComposite);
+  set(BTF_KIND_UNION, 0, sizeof(struct btf_member), kComposite);
+  set(BTF_KIND_ENUM, 0, sizeof(struct btf_enum), kEnums);
+  set(BTF_KIND_ENUM64, 0, sizeof(struct btf_enum64), kEnums);
+  set(BTF_KIND_VAR, 4, 0);
+  set(BTF_KIND_DECL_TAG, 4, 0);
+  set(BTF_KIND_ARRAY, sizeof(struct btf_array), 0);
+  set(BTF_KIND_FUNC_PROTO, 0, sizeof(struct btf_param));
+  set(BTF_KIND_DATASEC, 0, sizeof(struct btf_var_secinfo));
+  for (int kind : std::array<int, 7>{BTF_KIND_PTR, BTF_KIND_FWD, BTF_KIND_VOLATILE, BTF_KIND_CONST,
+                                     BTF_KIND_RESTRICT, BTF_KIND_FUNC, BTF_KIND_TYPE_TAG})
+    set(kind, 0, 0);
+  return k;
+}();
 
 // The name of enumerator `i` of an ENUM or ENUM64.
 uint32_t enumerator_name_off(const btf_type* t, uint32_t i) {
@@ -182,35 +202,17 @@ class TypeReader {
     offs_.reserve(h.type_len / sizeof(btf_type) + 1);
     offs_.assign(1, 0);  // id 0: void
     uint32_t off = 0;
+    uint32_t id = 1;
     while (off + sizeof(btf_type) <= h.type_len) {
       const auto* t = reinterpret_cast<const btf_type*>(types_ + off);
-      uint32_t vlen = btf_vlen(t), extra = 0;
-      switch (btf_kind(t)) {
-        case BTF_KIND_INT:
-        case BTF_KIND_VAR:
-        case BTF_KIND_DECL_TAG: extra = 4; break;
-        case BTF_KIND_ARRAY: extra = sizeof(struct btf_array); break;
-        case BTF_KIND_STRUCT:
-        case BTF_KIND_UNION: extra = vlen * sizeof(struct btf_member); break;
-        case BTF_KIND_ENUM: extra = vlen * sizeof(struct btf_enum); break;
-        case BTF_KIND_ENUM64: extra = vlen * sizeof(struct btf_enum64); break;
-        case BTF_KIND_FUNC_PROTO: extra = vlen * sizeof(struct btf_param); break;
-        case BTF_KIND_DATASEC: extra = vlen * sizeof(struct btf_var_secinfo); break;
-        case BTF_KIND_PTR:
-        case BTF_KIND_FWD:
-        case BTF_KIND_TYPEDEF:
-        case BTF_KIND_VOLATILE:
-        case BTF_KIND_CONST:
-        case BTF_KIND_RESTRICT:
-        case BTF_KIND_FUNC:
-        case BTF_KIND_FLOAT:
-        case BTF_KIND_TYPE_TAG: break;
-        default: return false;  // a kind this reader does not know
-      }
+      const KindLayout& k = kKindLayouts[btf_kind(t)];
+      if (!k.known) return false;  // a kind this reader does not know
       offs_.push_back(off);
-      note_group(grouped_++);
-      off += sizeof(btf_type) + extra;
+      if (k.group != kIndexGroups) groups_[k.group].push_back(id);
+      ++id;
+      off += sizeof(btf_type) + k.fixed + btf_vlen(t) * k.per_item;
     }
+    grouped_ = id;
     if (off != h.type_len) return false;
     data_ = data;
     size_ = size;
@@ -218,7 +220,7 @@ class TypeReader {
   }
 
   void note_group(uint32_t id) {
-    if (IndexGroup g = index_group(type(id)); g != kIndexGroups) groups_[g].push_back(id);
+    if (IndexGroup g = kKindLayouts[btf_kind(type(id))].group; g != kIndexGroups) groups_[g].push_back(id);
   }
 
   struct btf* lib_ = nullptr;  // not owned
@@ -341,6 +343,10 @@ struct Btf::State {
   unsigned indexed = 0;  // bit g: group g's indexes are built
   NameIndex structs, unions, enums, typedefs, scalars;
   NameIndex enumerators;  // enumerator name -> its enum's id
+  // Enumerator lookups answered so far (sema asks for each name more than
+  // once): a script names a handful, so a list.
+  using Enumerator = std::pair<uint32_t, uint32_t>;  // enum id, position
+  std::vector<std::pair<std::string, std::optional<Enumerator>>> enumerators_asked;
 
   ~State() {
     btf__free(btf);
@@ -362,11 +368,17 @@ struct Btf::State {
     put(index, nm, id, [&](uint32_t old) { return std::strcmp(t.str(t.type(old)->name_off), nm) == 0; });
   }
 
+  // Whether the string at `off` is `nm`, without measuring the string first.
+  bool str_is(uint32_t off, std::string_view nm) const {
+    const char* s = t.str(off);
+    return (nm.empty() || s[0] == nm[0]) && std::strncmp(s, nm.data(), nm.size()) == 0 && s[nm.size()] == '\0';
+  }
+
   // The position of enumerator `nm` in enum `id` (ENUM or ENUM64).
   std::optional<uint32_t> enumerator_index(uint32_t id, std::string_view nm) const {
     const btf_type* ty = t.type(id);
     for (uint32_t i = 0; i < btf_vlen(ty); i++)
-      if (t.str(enumerator_name_off(ty, i)) == nm) return i;
+      if (str_is(enumerator_name_off(ty, i), nm)) return i;
     return std::nullopt;
   }
 
@@ -429,27 +441,31 @@ struct Btf::State {
   }
   // The type named `nm` among those whose names go to `index`.
   std::optional<uint32_t> lookup(IndexGroup g, const NameIndex& index, std::string_view nm) {
-    if (use_index(g)) return index.find(nm, [&](uint32_t id) { return name(t.type(id)) == nm; });
+    if (use_index(g)) return index.find(nm, [&](uint32_t id) { return str_is(t.type(id)->name_off, nm); });
     return scan<uint32_t>(g, [&](uint32_t id) -> std::optional<uint32_t> {
       const btf_type* ty = t.type(id);
-      if (&table_of(btf_kind(ty)) != &index || !ty->name_off || name(ty) != nm) return std::nullopt;
+      if (&table_of(btf_kind(ty)) != &index || !ty->name_off || !str_is(ty->name_off, nm)) return std::nullopt;
       return id;
     });
   }
   // The enum declaring enumerator `nm` and the enumerator's position in it.
-  std::optional<std::pair<uint32_t, uint32_t>> lookup_enumerator(std::string_view nm) {
-    using Found = std::pair<uint32_t, uint32_t>;
+  std::optional<Enumerator> lookup_enumerator(std::string_view nm) {
+    for (const auto& [name, found] : enumerators_asked)
+      if (name == nm) return found;
+    std::optional<Enumerator> found;
     if (use_index(kEnums)) {
       std::optional<uint32_t> pos;
       auto id = enumerators.find(nm, [&](uint32_t enum_id) { return (pos = enumerator_index(enum_id, nm)).has_value(); });
-      if (!id) return std::nullopt;
-      return Found{*id, *pos};
+      if (id) found = Enumerator{*id, *pos};
+    } else {
+      found = scan<Enumerator>(kEnums, [&](uint32_t id) -> std::optional<Enumerator> {
+        auto pos = enumerator_index(id, nm);
+        if (!pos) return std::nullopt;
+        return Enumerator{id, *pos};
+      });
     }
-    return scan<Found>(kEnums, [&](uint32_t id) -> std::optional<Found> {
-      auto pos = enumerator_index(id, nm);
-      if (!pos) return std::nullopt;
-      return Found{id, *pos};
-    });
+    enumerators_asked.emplace_back(std::string(nm), found);
+    return found;
   }
 
   std::optional<uint32_t> find_func(std::string_view nm) const {
@@ -746,6 +762,7 @@ Result<void> Btf::add_types(const std::vector<BtfNewType>& types) {
   }
   // Rebuild the name indexes on the next lookup, now with the new types.
   s.indexed = 0;
+  s.enumerators_asked.clear();
   for (NameIndex* index : {&s.structs, &s.unions, &s.enums, &s.typedefs, &s.scalars, &s.enumerators}) index->clear();
   return {};
 }
