@@ -72,7 +72,13 @@ OPTIONS:
                    flame graph (click to zoom, Ctrl-F or "Search" to highlight, a browser
                    opens it offline) instead of printing them; tools colour and label it
                    (profile: CPU samples, offcputime: off-CPU us, offwaketime: off-wake us)
-    --title TEXT   the flame graph's title
+    --heatmap FILE.svg | -
+                   draw every hist() or lhist() map printed during the run (print(@h) in an
+                   interval probe, or a tool's interval) as a latency heat map: a column per
+                   print, a row per bucket, the count as colour, a tooltip per cell. FILE.svg
+                   is written at exit; - draws it on the output instead of the histograms,
+                   redrawn as each column arrives
+    --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
     -h, --help     this help
@@ -91,6 +97,9 @@ EXAMPLES:
     bpfscope -e 'interval:s:1 { printf("tick\n"); }'
     bpfscope -e 'profile:hz:99 { @[ustack, kstack] = count(); }' --flamegraph cpu.svg
     bpfscope profile --flamegraph cpu.svg 5
+    bpfscope biolatency --heatmap - 1
+    bpfscope -e 'tracepoint:syscalls:sys_exit_read { @ = hist(args.ret); } interval:s:1 { print(@); clear(@); }' \
+        --heatmap read.svg
 )";
 
 struct Cli {
@@ -263,7 +272,7 @@ int compile_and_run(Cli& cli) {
 }
 
 
-enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted };
+enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted, kHeatmap };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -333,7 +342,17 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       }
       cli.run.flamegraph_file = arg;
       break;
-    case kTitle: cli.run.flamegraph.title = arg; break;
+    case kHeatmap:
+      if (!*arg) {
+        fmt::print(stderr, "ERROR: --heatmap needs a file name (FILE.svg), or - for the terminal\n");
+        return 1;
+      }
+      cli.run.heatmap_file = arg;
+      break;
+    case kTitle:
+      cli.run.flamegraph.title = arg;
+      cli.run.heatmap.title = arg;
+      break;
     case kInverted: cli.run.flamegraph.inverted = true; break;
     case 'k': cli.helper_errors = true; break;
     case kVerifyIr:
@@ -350,7 +369,7 @@ const std::vector<tools::GlobalSpec> kToolGlobals = {
     {'o', "output", true}, {'f', "format", true}, {'q', "quiet", false}, {'v', "verbose", false},
     {'c', "cmd", true},    {'k', nullptr, false}, {'d', nullptr, true},  {'B', nullptr, true},
     {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false}, {0, "percentiles", false},
-    {0, "flamegraph", true}, {0, "title", true},  {0, "inverted", false},
+    {0, "flamegraph", true}, {0, "title", true},  {0, "inverted", false}, {0, "heatmap", true},
 };
 
 int option_code(const std::string& name) {
@@ -361,6 +380,7 @@ int option_code(const std::string& name) {
   if (name == "flamegraph") return kFlamegraph;
   if (name == "title") return kTitle;
   if (name == "inverted") return kInverted;
+  if (name == "heatmap") return kHeatmap;
   return name[0];
 }
 
@@ -375,7 +395,7 @@ int first_word(int argc, char** argv) {
       if (a.starts_with("-e") || a == "-l" || a.starts_with("--info")) return 0;
       if (!a.starts_with("--") && a.size() == 2 && std::string_view("ofBdcpI").find(a[1]) != std::string_view::npos)
         ++i;
-      if (a == "--flamegraph" || a == "--title") ++i;
+      if (a == "--flamegraph" || a == "--title" || a == "--heatmap") ++i;
       continue;
     }
     // "-" is the program on stdin, never a tool.
@@ -456,23 +476,55 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   return std::nullopt;
 }
 
-// --title and --inverted describe the flame graph: alone they do nothing.
+// --title and --inverted describe a picture: alone they do nothing. A heat
+// map on the terminal is text output.
 std::optional<int> check_graph_options(const Cli& cli) {
   const auto& g = cli.run.flamegraph;
-  if (cli.run.flamegraph_file.empty() && (!g.title.empty() || g.inverted)) {
-    fmt::print(stderr, "ERROR: {} applies to a flame graph: add --flamegraph FILE.svg\n",
-               g.title.empty() ? "--inverted" : "--title");
+  if (cli.run.flamegraph_file.empty() && g.inverted) {
+    fmt::print(stderr, "ERROR: --inverted applies to a flame graph: add --flamegraph FILE.svg\n");
+    return 1;
+  }
+  if (cli.run.flamegraph_file.empty() && cli.run.heatmap_file.empty() && !g.title.empty()) {
+    fmt::print(stderr, "ERROR: --title applies to a picture: add --flamegraph FILE.svg or --heatmap FILE.svg\n");
+    return 1;
+  }
+  if (cli.run.heatmap_file == "-" && (cli.run.json || cli.run.folded)) {
+    fmt::print(stderr, "ERROR: --heatmap - draws on the terminal, which -f {} does not print; give --heatmap "
+               "FILE.svg\n", cli.run.json ? "json" : "folded");
     return 1;
   }
   return std::nullopt;
 }
 
+// Writes a rendered picture; false (said) when the file cannot be written.
+bool write_picture(const std::string& path, std::string_view svg) {
+  std::ofstream f(path, std::ios::binary);
+  if (f) f.write(svg.data(), static_cast<std::streamsize>(svg.size()));
+  if (f) f.close();
+  if (!f) fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", path, strerror(errno));
+  return static_cast<bool>(f);
+}
+
+// What a recording is drawn into besides its text.
+struct RecordingSinks {
+  output::StackSet* stacks = nullptr;  // --flamegraph: the maps keyed by stacks
+  // --heatmap: the hist() and lhist() maps printed before the exit-time
+  // maps, each at its message's "time" (a recording without times: one
+  // second apart); with heat_replaces_text (--heatmap -) they are not
+  // printed as text.
+  output::HeatMaps* heat = nullptr;
+  bool heat_replaces_text = false;
+  double start = 0;  // out: when the probes were attached (0: not recorded)
+};
+
 // Renders a recording (a run's -f json output, output::render_message):
-// its text to `out` and stderr, and with a flame graph asked for, the maps
-// keyed by stacks into `set`. Returns an exit status.
+// its text to `out` and stderr, and its maps into `sinks`. Returns an exit
+// status.
 int render_recording(std::string_view text, const std::string& name, const output::RenderOptions& opts, FILE* out,
-                     output::StackSet* set) {
+                     RecordingSinks& sinks) {
   uint64_t n = 0;
+  bool after_exit = false;
+  size_t columns = 0;
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find('\n', at);
     if (end == std::string_view::npos) end = text.size();
@@ -486,10 +538,17 @@ int render_recording(std::string_view text, const std::string& name, const outpu
       fmt::print(stderr, "{}:{}: ERROR: {}\n", name, n, error);
       return 1;
     }
-    if (set && r->map && output::is_foldable(*r->map)) {
+    after_exit |= r->exit;
+    if (r->attached && r->time) sinks.start = *r->time;
+    if (sinks.stacks && r->map && output::is_foldable(*r->map)) {
       output::StackSet s = output::map_stacks(*r->map);
-      set->user_and_kernel |= s.user_and_kernel;
-      for (auto& st : s.stacks) set->stacks.push_back(std::move(st));
+      sinks.stacks->user_and_kernel |= s.user_and_kernel;
+      for (auto& st : s.stacks) sinks.stacks->stacks.push_back(std::move(st));
+    }
+    if (sinks.heat && r->map && !after_exit &&
+        (r->map->kind == output::AggKind::Hist || r->map->kind == output::AggKind::LHist)) {
+      sinks.heat->add(*r->map, r->time ? *r->time : static_cast<double>(++columns));
+      if (sinks.heat_replaces_text) r->out.clear();
     }
     fwrite(r->out.data(), 1, r->out.size(), out);
     if (!r->err.empty()) {
@@ -506,21 +565,24 @@ int render_recording(std::string_view text, const std::string& name, const outpu
 // (`-f folded` output, or FlameGraph's collapsed stacks), drawn as a flame
 // graph. argv[0] is "render".
 int render(int argc, char** argv) {
-  enum { kOut = 1, kRenderTitle, kRenderInverted, kKind, kUnit, kMinWidth, kHelp, kRenderPercentiles };
+  enum { kOut = 1, kRenderTitle, kRenderInverted, kKind, kUnit, kMinWidth, kHelp, kRenderPercentiles, kRenderHeat };
   static const option opts[] = {
       {"flamegraph", required_argument, nullptr, kOut}, {"title", required_argument, nullptr, kRenderTitle},
       {"inverted", no_argument, nullptr, kRenderInverted}, {"kind", required_argument, nullptr, kKind},
       {"unit", required_argument, nullptr, kUnit},        {"minwidth", required_argument, nullptr, kMinWidth},
       {"percentiles", no_argument, nullptr, kRenderPercentiles}, {"help", no_argument, nullptr, kHelp},
-      {nullptr, 0, nullptr, 0},
+      {"heatmap", required_argument, nullptr, kRenderHeat}, {nullptr, 0, nullptr, 0},
   };
   constexpr const char* usage =
       "USAGE: bpfscope render [--percentiles] [-f text|folded] [-o FILE] RECORDING\n"
       "       bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind cpu|offcpu|offwake]\n"
       "                       [--unit UNIT] [--minwidth PX] RECORDING|FILE.folded\n"
+      "       bpfscope render --heatmap OUT.svg|- [--title TEXT] RECORDING\n"
       "A RECORDING is a run's -f json output (NDJSON; - reads stdin). It is printed as the live run\n"
       "printed it: maps, histograms, printf lines and tables on stdout (or -o FILE), the attach\n"
-      "message and warnings on stderr; with --flamegraph its maps keyed by stacks are also drawn.\n"
+      "message and warnings on stderr; with --flamegraph its maps keyed by stacks are also drawn,\n"
+      "with --heatmap the hist() and lhist() maps it printed during the run (- : on the output,\n"
+      "in place of those histograms).\n"
       "Folded stacks (\"frame;frame;leaf COUNT\" lines) are drawn as a flame graph.\n"
       "  -f folded       a recording's maps keyed by stacks as folded stacks (other output to stderr)\n"
       "  --percentiles   estimated p50, p90, p99 and p99.9 under each histogram of a recording\n"
@@ -528,8 +590,9 @@ int render(int argc, char** argv) {
       "           (blues below a -- frame, the waker's purples above it)\n"
       "  --unit   what the counts are (default samples)\n"
       "  --minwidth  leave out frames narrower than PX pixels (default 0.5), and say how many\n";
-  std::string graph_path, text_path;
+  std::string graph_path, text_path, heat_path;
   output::FlameGraphOptions go;
+  output::HeatMapOptions ho;
   output::RenderOptions ro;
   opterr = 0;
   optind = 1;
@@ -537,7 +600,8 @@ int render(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, "hf:o:", opts, nullptr)) != -1) {
     switch (c) {
       case kOut: graph_path = optarg; break;
-      case kRenderTitle: go.title = optarg; break;
+      case kRenderTitle: go.title = ho.title = optarg; break;
+      case kRenderHeat: heat_path = optarg; break;
       case kRenderInverted: go.inverted = true; break;
       case kUnit: go.unit = optarg; break;
       case kRenderPercentiles: ro.percentiles = true; break;
@@ -594,10 +658,29 @@ int render(int argc, char** argv) {
       fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", text_path, strerror(errno));
       return 1;
     }
-    const int rc = render_recording(text, name, ro, out, graph_path.empty() ? nullptr : &set);
+    output::HeatMaps heat;
+    RecordingSinks sinks{.stacks = graph_path.empty() ? nullptr : &set,
+                         .heat = heat_path.empty() ? nullptr : &heat,
+                         .heat_replaces_text = heat_path == "-"};
+    int rc = render_recording(text, name, ro, out, sinks);
+    ho.start = sinks.start;
+    if (!rc && heat_path == "-") {
+      const std::string t = output::heatmap_terminal(heat.series(), ho, runtime::terminal_width(out));
+      fwrite(t.data(), 1, t.size(), out);
+    }
     if (out != stdout) fclose(out);
+    if (!rc && !heat_path.empty() && heat_path != "-") {
+      if (heat.empty())
+        fmt::print(stderr, "WARNING: render: {} printed no hist() or lhist() map before its exit-time maps; {} "
+                   "shows no heat map\n", name, heat_path);
+      if (!write_picture(heat_path, output::heatmap_svg(heat.series(), ho))) rc = 1;
+    }
     if (rc || graph_path.empty()) return rc;
   } else {
+    if (!heat_path.empty()) {
+      fmt::print(stderr, "ERROR: render: --heatmap draws a recording's histograms; {} holds folded stacks\n", name);
+      return 1;
+    }
     if (graph_path.empty()) {
       fmt::print(stderr, "ERROR: render: nothing to do: give --flamegraph OUT.svg (the input holds folded stacks)\n{}", usage);
       return 1;
@@ -609,15 +692,7 @@ int render(int argc, char** argv) {
     }
     set = std::move(*folded);
   }
-  const output::FlameGraph g = output::flamegraph_svg(set, go);
-  std::ofstream f(graph_path, std::ios::binary);
-  if (f) f.write(g.svg.data(), static_cast<std::streamsize>(g.svg.size()));
-  if (f) f.close();
-  if (!f) {
-    fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", graph_path, strerror(errno));
-    return 1;
-  }
-  return 0;
+  return write_picture(graph_path, output::flamegraph_svg(set, go).svg) ? 0 : 1;
 }
 
 }  // namespace
@@ -630,7 +705,7 @@ int main(int argc, char** argv) {
       {"verify-llvm-ir", no_argument, nullptr, kVerifyIr}, {"help", no_argument, nullptr, 'h'},
       {"percentiles", no_argument, nullptr, kPercentiles},
       {"flamegraph", required_argument, nullptr, kFlamegraph}, {"title", required_argument, nullptr, kTitle},
-      {"inverted", no_argument, nullptr, kInverted},
+      {"inverted", no_argument, nullptr, kInverted}, {"heatmap", required_argument, nullptr, kHeatmap},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before

@@ -92,6 +92,7 @@ struct SupportMaps {
   uint32_t ustacks;   // and for ustack
   uint32_t failed;    // per-CPU counts of failed updates, one slot per script map (a full map)
   uint32_t build_id_stacks;  // ustack(build_id): (build id, file offset) frames (BPF_F_STACK_BUILD_ID)
+  uint32_t ustack_pids;      // the processes whose user stacks were taken (LRU hash of tgid)
 };
 
 // A helper call whose failure is reported at run time: a failed map update
@@ -105,6 +106,13 @@ struct HelperSite {
 };
 inline constexpr uint64_t kHelperErrorRecord = ~uint64_t{0};
 inline constexpr uint32_t kHelperErrorSize = 16;
+
+// The first user stack taken of a process (its tgid not yet in
+// SupportMaps::ustack_pids) sends [kUstackPidRecord][u32 tgid][u32 0], so
+// that user space reads its mappings while it exists: its stacks are named
+// when the maps print, after it exited.
+inline constexpr uint64_t kUstackPidRecord = ~uint64_t{1};
+inline constexpr uint32_t kUstackPidSize = 16;
 
 inline constexpr uint32_t kMaxStackFrames = 127;  // kernel.perf_event_max_stack
 

@@ -1070,8 +1070,31 @@ Val Lowerer::stack_val(const Type& t) {
   uint32_t off = alloc(16);
   VregId rec = scratch_ptr(off);
   b_.store(8, rec, 0, id);
-  b_.store(8, rec, 8, b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32));
+  VregId tgid = b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32);
+  b_.store(8, rec, 8, tgid);
+  if (t.user && t.stack_mode != sema::StackMode::BuildId && t.stack_mode != sema::StackMode::Raw)
+    note_ustack_pid(tgid);
   return Val{.reg = rec, .type = t};
+}
+
+// The first user stack of process `tgid`: kUstackPidRecord (ir.h).
+void Lowerer::note_ustack_pid(VregId tgid) {
+  uint32_t off = alloc(8);
+  VregId key = scratch_ptr(off);
+  b_.store(4, key, 0, tgid);
+  b_.store_imm(4, key, 4, 0);
+  VregId r = b_.call(BPF_FUNC_map_update_elem,
+                     {b_.map_fd(m_.support.ustack_pids), key, scratch_ptr(off + 4), b_.imm(BPF_NOEXIST)});
+  BlockId fresh = b_.new_block(), join = b_.new_block();
+  b_.branch_imm(ir::Cond::Eq, r, 0, fresh, join);
+  b_.set_block(fresh);
+  VregId rec = scratch_ptr(alloc(kUstackPidSize));
+  b_.store_imm(8, rec, 0, -2);  // kUstackPidRecord
+  b_.store(4, rec, 8, tgid);
+  b_.store_imm(4, rec, 12, 0);
+  submit(rec, kUstackPidSize);
+  b_.jump(join);
+  b_.set_block(join);
 }
 
 // Starts building callback subprogram `cb` (named after this function);
@@ -1107,7 +1130,8 @@ Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   Module m;
   uint32_t n = static_cast<uint32_t>(p.maps.size());
   m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4,
-               .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7, .build_id_stacks = n + 8};
+               .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7, .build_id_stacks = n + 8,
+               .ustack_pids = n + 9};
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;

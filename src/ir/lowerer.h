@@ -235,6 +235,7 @@ class Lowerer {
   Val usdt_arg(const sema::UsdtArg& a, const Type& t);
 
   Val stack_val(const Type& t);
+  void note_ustack_pid(VregId tgid);
 
   Val read_kernel_field(VregId base, const sema::FieldAccess& f, const Type& t);
 

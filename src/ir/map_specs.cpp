@@ -11,7 +11,7 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
                                     : (info.lru ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH);
     specs.push_back({type, info.name.substr(1), info.key_size, info.value_size, info.max_entries});
   }
-  specs.resize(m.support.build_id_stacks + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
+  specs.resize(m.support.ustack_pids + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
   specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
   specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
@@ -27,6 +27,9 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   // struct bpf_stack_build_id per frame: s32 status, u8 build_id[20], u64 offset or ip.
   specs[m.support.build_id_stacks] = {BPF_MAP_TYPE_STACK_TRACE, "bidstacks", 4, kBuildIdFrameSize * kMaxStackFrames,
                                       p.uses_build_id_stack ? p.config.max_map_keys : 1, BPF_F_STACK_BUILD_ID};
+  // LRU: past its size, a process forgotten and seen again is noted again.
+  specs[m.support.ustack_pids] = {BPF_MAP_TYPE_LRU_HASH, "ustack_pids", 4, 4,
+                                  p.uses_ustack ? p.config.max_map_keys : 1};
   return specs;
 }
 

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "output/output.h"
+#include "output/xml.h"
 
 namespace bpfscope::output {
 
@@ -39,36 +40,6 @@ struct Node {
   uint32_t depth = 0;
   bool waker = false;     // above an off-wake separator: the waker's side
 };
-
-// Bytes that are text in XML 1.0: control characters other than tab become
-// '?', and so does every byte of a malformed UTF-8 sequence (a symbol name
-// is bytes, and one bad byte would make the whole file unreadable).
-void append_xml(std::string& out, std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += c < 0x20 && c != '\t' ? '?' : static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-}
 
 // The longest prefix of `s` of at most `n` characters, cut between UTF-8
 // sequences.

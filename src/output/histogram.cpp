@@ -45,6 +45,19 @@ void append_line(std::string& out, const std::string& label, uint64_t count, uin
                  std::string(static_cast<size_t>(bar), '@'));
 }
 
+// Bucket i's labels, given `upper(i)`: bucket i's exclusive upper bound, or
+// nullopt for an overflow bucket; bucket 0 is the underflow bucket
+// "(..., upper(0))".
+template <typename Upper>
+BucketLabel range_label(size_t i, Upper upper) {
+  if (i == 0) return BucketLabel{"(..., " + upper(0)->text + ")", ""};
+  const Bound lo = *upper(i - 1);
+  const std::optional<Bound> hi = upper(i);
+  if (!hi) return BucketLabel{"[" + lo.text + ", ...)", lo.text};
+  if (single_value(lo, *hi)) return BucketLabel{"[" + lo.text + "]", lo.text};
+  return BucketLabel{"[" + lo.text + ", " + hi->text + ")", lo.text};
+}
+
 // Prints buckets [first, last] where first/last are the first and last
 // non-empty buckets of `raw` (bpftrace decides the range before `div` is
 // applied). `upper(i)` is bucket i's exclusive upper bound, or nullopt for an
@@ -67,20 +80,7 @@ std::string render(const std::vector<uint64_t>& raw, size_t nbuckets, uint64_t d
 
   std::string out;
   for (size_t i = first; i <= last; i++) {
-    std::string label;
-    if (i == 0) {
-      label = "(..., " + upper(0)->text + ")";
-    } else {
-      const Bound lo = *upper(i - 1);
-      const std::optional<Bound> hi = upper(i);
-      if (!hi) {
-        label = "[" + lo.text + ", ...)";
-      } else if (single_value(lo, *hi)) {
-        label = "[" + lo.text + "]";
-      } else {
-        label = "[" + lo.text + ", " + hi->text + ")";
-      }
-    }
+    const std::string label = range_label(i, upper).range;
     append_line(out, label, raw[i] / div, max_count);
   }
   return out;
@@ -121,6 +121,20 @@ Bound lhist_bound(int64_t number, int64_t step) {
     return Bound{fmt::format("{}K", number / kKilo), std::nullopt};
   }
   return Bound{fmt::format("{}", number), std::nullopt};
+}
+
+// lhist(): bucket i's upper bound (the lower bound of bucket i + 1), or
+// nullopt past max: the open-ended last bucket "[a, ...)".
+auto lhist_upper(int64_t min, int64_t max, int64_t step) {
+  return [=](size_t i) -> std::optional<Bound> {
+    int64_t offset = 0;
+    int64_t bound = 0;
+    if (__builtin_mul_overflow(static_cast<int64_t>(i), step, &offset) ||
+        __builtin_add_overflow(min, offset, &bound) || bound > max) {
+      return std::nullopt;
+    }
+    return lhist_bound(bound, step);
+  };
 }
 
 }  // namespace
@@ -274,17 +288,16 @@ std::string lhist_text(const std::vector<uint64_t>& buckets, int64_t min, int64_
   // leaving a bucket without its lower bound.
   if (step <= 0) step = 1;
   if (max < min) max = min;
-  return render(buckets, lhist_bucket_count(min, max, step), 1,
-                [=](size_t i) -> std::optional<Bound> {
-                  int64_t offset = 0;
-                  int64_t bound = 0;
-                  if (__builtin_mul_overflow(static_cast<int64_t>(i), step, &offset) ||
-                      __builtin_add_overflow(min, offset, &bound) || bound > max) {
-                    // Past max: the open-ended last bucket "[a, ...)".
-                    return std::nullopt;
-                  }
-                  return lhist_bound(bound, step);
-                });
+  return render(buckets, lhist_bucket_count(min, max, step), 1, lhist_upper(min, max, step));
+}
+
+BucketLabel bucket_label(size_t i, AggKind kind, const HistParams& p) {
+  if (kind == AggKind::LHist) {
+    const int64_t step = std::max<int64_t>(p.step, 1);
+    return range_label(i, lhist_upper(p.min, std::max(p.max, p.min), step));
+  }
+  const int k = clamp_bits(p.bits);
+  return range_label(i, [k](size_t j) -> std::optional<Bound> { return hist_upper(static_cast<uint32_t>(j), k); });
 }
 
 }  // namespace bpfscope::output

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "output/output.h"
+
 namespace bpfscope::output {
 
 // hist_text with print()'s `div` applied to each count. As in bpftrace, the
@@ -22,5 +24,14 @@ uint64_t hist_label(size_t i, int k);
 // lhist label of index i: min + i * step, or nullopt past max (the overflow
 // bucket has no upper bound).
 std::optional<int64_t> lhist_label(size_t i, int64_t min, int64_t max, int64_t step);
+
+// Bucket i of a hist() (kind Hist, p.bits) or lhist() (LHist, p.min, max,
+// step) as the text labels it: `range` "[64, 128)", "[3]", "(..., 0)",
+// "[1M, ...)"; `low` its lower bound "64", "1K" ("" for the underflow bucket).
+struct BucketLabel {
+  std::string range;
+  std::string low;
+};
+BucketLabel bucket_label(size_t i, AggKind kind, const HistParams& p);
 
 }  // namespace bpfscope::output

@@ -266,12 +266,16 @@ std::string json_value(const Value& v) {
   return "null";
 }
 
-std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, HistLayout layout) {
+std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, HistLayout layout,
+                     bool keep_empty) {
   const auto entries = select_entries(map, top);
-  if (entries.empty()) return "";
+  const bool hist = map.kind == AggKind::Hist || map.kind == AggKind::LHist;
+  if (entries.empty() && !(keep_empty && hist)) return "";
   if (div == 0) div = 1;
   std::string data;
-  if (!map.keyed) {
+  if (entries.empty()) {
+    data = map.keyed ? "{}" : "[]";
+  } else if (!map.keyed) {
     data = aggregate_json(map, entries.front().second, div);
   } else {
     data = "{";
@@ -282,7 +286,7 @@ std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool pe
     data += "}";
   }
   std::string extra;
-  if (percentiles && (map.kind == AggKind::Hist || map.kind == AggKind::LHist)) {
+  if (percentiles && hist && !entries.empty()) {
     std::string p;
     if (!map.keyed) {
       p = percentiles_json(estimate_percentiles(map, entries.front().second.buckets));
@@ -305,17 +309,17 @@ std::string json_event(std::string_view type, std::string_view text) {
 }
 
 std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
-                         uint32_t col) {
-  return fmt::format("{{\"type\": {}, \"msg\": {}, \"filename\": {}, \"line\": {}, \"col\": {}}}\n",
-                     json_string(type), json_string(msg), json_string(filename), line, col);
+                         uint32_t col, std::string_view text) {
+  return fmt::format("{{\"type\": {}, \"msg\": {}, \"filename\": {}, \"line\": {}, \"col\": {}, \"text\": {}}}\n",
+                     json_string(type), json_string(msg), json_string(filename), line, col, json_string(text));
 }
 
 std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
-                              uint32_t line, uint32_t col) {
+                              uint32_t line, uint32_t col, std::string_view text) {
   return fmt::format(
       "{{\"type\": \"helper_error\", \"msg\": {}, \"helper\": {}, \"retcode\": {}, \"filename\": {}, "
-      "\"line\": {}, \"col\": {}}}\n",
-      json_string(msg), json_string(helper), retcode, json_string(filename), line, col);
+      "\"line\": {}, \"col\": {}, \"text\": {}}}\n",
+      json_string(msg), json_string(helper), retcode, json_string(filename), line, col, json_string(text));
 }
 
 std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values,
@@ -330,6 +334,14 @@ std::string json_value_event(const Value& v) {
 
 std::string json_exit(bool gap) {
   return fmt::format("{{\"type\": \"exit\", \"data\": {{\"gap\": {}}}}}\n", gap ? "true" : "false");
+}
+
+std::string json_with_time(std::string message, double time) {
+  // "...}\n" -> "..., "time": T}\n"
+  const size_t close = message.rfind('}');
+  if (close == std::string::npos) return message;
+  message.insert(close, fmt::format(", \"time\": {:.6f}", time));
+  return message;
 }
 
 std::string json_attached(uint64_t probes) {

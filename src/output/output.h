@@ -257,6 +257,47 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& options)
 // "cpu", "offcpu", "offwake" (a tool's "// flamegraph: KIND UNIT" header).
 std::optional<GraphKind> graph_kind(std::string_view name);
 
+// Heat maps (--heatmap, src/output/heatmap.cpp): every hist() or lhist()
+// map printed during a run (print(@h) in an interval probe, a tool's
+// [interval]) adds a column per print; rows are its buckets, the colour is
+// the count. A keyed map has a series per key.
+struct HeatSeries {
+  std::string map;           // "@usecs"
+  std::optional<Value> key;  // a keyed map's entry key
+  AggKind kind = AggKind::Hist;  // Hist or LHist
+  HistParams hist;
+  std::vector<double> times;                   // per column: when printed, seconds since the epoch
+  std::vector<std::vector<uint64_t>> columns;  // per column: bucket counts by index (empty: no entry then)
+  std::string name() const;  // "@usecs", "@usecs[sda]"
+};
+class HeatMaps {
+ public:
+  // A column more for every series of `map` (a hist() or lhist() map; other
+  // kinds are left out) printed at `time`; an entry seen for the first time
+  // starts a series, empty in the columns before.
+  void add(const MapSnapshot& map, double time);
+  const std::vector<HeatSeries>& series() const { return series_; }
+  bool empty() const { return series_.empty(); }
+
+ private:
+  std::vector<HeatSeries> series_;
+};
+struct HeatMapOptions {
+  std::string title;  // "" : "Latency Heat Map"
+  // The run's start (seconds since the epoch), where the time axis begins;
+  // 0: one column's spacing before the first column.
+  double start = 0;
+};
+// An SVG: a panel per series (its rows the buckets with a count in some
+// column, labelled as the text labels them, the largest at the top), each
+// cell a <rect class="cell" data-col data-row data-count> with a tooltip
+// (the time and the bucket's count); a time axis and a colour legend.
+std::string heatmap_svg(const std::vector<HeatSeries>& series, const HeatMapOptions& options);
+// Terminal text: per series a title line, a row per bucket of 256-colour
+// blocks (one character per column, blank for 0; the newest columns that
+// fit in `width`), a time axis and the colour scale.
+std::string heatmap_terminal(const std::vector<HeatSeries>& series, const HeatMapOptions& options, int width);
+
 // printf: the format is parsed once (at compile time, by sema, to check the
 // argument count and types) and applied in user space to each event.
 struct PrintfSpec {
@@ -321,8 +362,11 @@ std::string json_value(const Value& v);
 // unsigned values; "keys", the keys in the data's order as typed_json (the
 // data's keys are text without spaces); "values" of a plain map, as
 // typed_json; "layout": "bcc" where the tools' layout prints it.
+// With `keep_empty`, a hist() or lhist() map with no entries still gives its
+// message, its data [] ({} keyed): print() of an empty histogram during a
+// run is a column of a heat map drawn from the recording.
 std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0, bool percentiles = false,
-                     HistLayout layout = HistLayout::Bpftrace);
+                     HistLayout layout = HistLayout::Bpftrace, bool keep_empty = false);
 
 // A value as JSON that reads back as the same Value (for keys and values in
 // recordings): integers and strings as themselves; {"uint": N}, {"ptr": N},
@@ -346,6 +390,9 @@ struct Rendered {
   std::string out;
   std::string err;
   std::optional<MapSnapshot> map;
+  std::optional<double> time;  // the message's "time": when print() printed the map, or the probes were attached
+  bool attached = false;       // an attached_probes message
+  bool exit = false;           // the exit marker: the exit-time maps follow
 };
 std::optional<Rendered> render_message(std::string_view line, const RenderOptions& opts, std::string& error);
 
@@ -377,9 +424,10 @@ std::string json_table(const Table& t, const std::vector<std::string>& names, st
 std::string json_event(std::string_view type, std::string_view text);
 
 // errorf()/warnf(): `{"type": "errorf", "msg": "...", "filename": "stdin",
-// "line": 1, "col": 9}`.
+// "line": 1, "col": 9, "text": "stdin:1:9-28: ERROR: ...\n"}`, the text
+// what the run prints on stderr.
 std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
-                         uint32_t col);
+                         uint32_t col, std::string_view text);
 
 // A printf with named arguments (a bpfscope extension): `{"type": "event",
 // "data": {"pid": 123, "comm": "bash"}, "text": "<the line as text>"}`, each
@@ -395,6 +443,11 @@ std::string json_value_event(const Value& v);
 // true}}`, where text prints two empty lines (gap) before them.
 std::string json_exit(bool gap);
 
+// The message with `"time": T` added (seconds since the epoch, to the
+// microsecond): a recording keeps when each print() printed a map (the
+// columns of a heat map) and when the probes were attached.
+std::string json_with_time(std::string message, double time);
+
 // `{"type": "attached_probes", "count": N, "data": {"probes": N}}`.
 std::string json_attached(uint64_t probes);
 
@@ -402,8 +455,9 @@ std::string json_attached(uint64_t probes);
 std::string json_lost(uint64_t events);
 
 // A helper call that failed (-k, or a full map): `{"type": "helper_error", "msg":
-// ..., "helper": "map_update_elem", "retcode": -7, "filename": ..., "line": L, "col": C}`.
+// ..., "helper": "map_update_elem", "retcode": -7, "filename": ..., "line": L, "col": C, "text": T}`,
+// T the located warning the run prints on stderr (with the source line).
 std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
-                              uint32_t line, uint32_t col);
+                              uint32_t line, uint32_t col, std::string_view text);
 
 }  // namespace bpfscope::output

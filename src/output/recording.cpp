@@ -247,6 +247,7 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
   if (msg->kind != Kind::Object || !type || type->kind != Kind::String)
     return error = "not a message: no \"type\"", std::nullopt;
   const std::string& t = type->text;
+  if (const Json* time = msg->find("time"); time && time->kind == Kind::Number) r.time = time->as_double();
   if (t == "printf" || t == "time" || t == "join" || t == "cat" || t == "syscall") {
     r.out = text_field(*msg, "data");
   } else if (t == "event" || t == "table") {
@@ -272,15 +273,19 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
     }
     r.map = std::move(*map);
   } else if (t == "exit") {
+    r.exit = true;
     const Json* data = msg->find("data");
     const Json* gap = data ? data->find("gap") : nullptr;
     if (gap && gap->b) (opts.folded ? r.err : r.out) = "\n\n";
   } else if (t == "attached_probes") {
+    r.attached = true;
     const int64_t n = msg->find("count") ? msg->find("count")->as_i64() : 0;
     r.err = fmt::format("Attached {} probe{}\n", n, n == 1 ? "" : "s");
   } else if (t == "lost_events") {
     r.err = fmt::format("Lost {} events\n", msg->find("count") ? msg->find("count")->as_i64() : 0);
-  } else if (t == "errorf" || t == "warnf" || t == "helper_error") {
+  } else if ((t == "errorf" || t == "warnf" || t == "helper_error") && msg->find("text")) {
+    r.err = text_field(*msg, "text");
+  } else if (t == "errorf" || t == "warnf" || t == "helper_error") {  // bpftrace's, without "text"
     const Json* l = msg->find("line");
     const Json* c = msg->find("col");
     r.err = fmt::format("{}:{}:{}: {}: {}\n", text_field(*msg, "filename"), l ? l->as_i64() : 0, c ? c->as_i64() : 0,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,12 @@ struct Options {
   // from the maps: "samples" for count() maps.
   std::string flamegraph_file;
   output::FlameGraphOptions flamegraph{.unit = ""};
+  // --heatmap FILE.svg: every hist()/lhist() map printed during the run is a
+  // column of a heat map, drawn there at exit (the text is printed as ever);
+  // "-": drawn on the output instead of printed, redrawn as each column
+  // arrives (in place on a terminal).
+  std::string heatmap_file;
+  output::HeatMapOptions heatmap;
   bool percentiles = false;  // --percentiles: estimated p50/p90/p99/p99.9 under each histogram
   // A packaged tool's name: its load and attach errors are one line each
   // (lang::Diagnostics::render for tools). "" for scripts.
@@ -67,6 +74,9 @@ struct Child {
   int release_fd = -1;  // write a byte to let it exec
   std::string program;  // the command's first word, which it will exec
 };
+
+// The width of the terminal `out` writes to, or 80 columns when it is none.
+int terminal_width(FILE* out);
 
 std::optional<Child> start_child(const std::string& command, std::string& error);
 

@@ -182,6 +182,51 @@ std::string run_command(const std::string& cmd) {
   return out;
 }
 
+// An SVG written at exit (--flamegraph, --heatmap). Opened before anything
+// is traced, so that a path that cannot be written fails first; a run that
+// ends before its picture (a load error, --dry-run) leaves no empty file.
+class PictureFile {
+ public:
+  PictureFile() = default;
+  PictureFile(const PictureFile&) = delete;
+  PictureFile& operator=(const PictureFile&) = delete;
+  ~PictureFile() {
+    if (!f_) return;
+    fclose(f_);
+    if (!written_) unlink(path_.c_str());
+  }
+  bool open(const std::string& path, std::string_view option) {
+    path_ = path;
+    option_ = option;
+    if ((f_ = fopen(path.c_str(), "w"))) return true;
+    fmt::print(stderr, "ERROR: {}: cannot open {}: {}\n", option, path, strerror(errno));
+    return false;
+  }
+  bool is_open() const { return f_ != nullptr; }
+  const std::string& path() const { return path_; }
+  int write(std::string_view svg) {
+    if (fwrite(svg.data(), 1, svg.size(), f_) != svg.size() || fflush(f_) != 0) {
+      fmt::print(stderr, "ERROR: {}: cannot write {}: {}\n", option_, path_, strerror(errno));
+      return 1;
+    }
+    written_ = true;
+    return 0;
+  }
+
+ private:
+  std::string path_;
+  std::string_view option_;
+  FILE* f_ = nullptr;
+  bool written_ = false;
+};
+
+// Seconds since the epoch, for the times of heat map columns.
+double wall_seconds() {
+  struct timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 class Session {
  public:
   Session(const sema::TypedProgram& p, const ir::Module& m, std::vector<codegen::Program> progs, const Options& o)
@@ -189,12 +234,6 @@ class Session {
 
   ~Session() {
     if (out_ && out_ != stdout) fclose(out_);
-    if (graph_file_) {
-      fclose(graph_file_);
-      // A run that ended before its graph (a load error, --dry-run) leaves
-      // no empty file behind.
-      if (!graph_written_) unlink(o_.flamegraph_file.c_str());
-    }
     if (rb_) ring_buffer__free(rb_);
   }
 
@@ -208,15 +247,9 @@ class Session {
       }
     }
     setvbuf(out_, nullptr, _IOFBF, 1 << 16);
-    // Opened now, so that a path that cannot be written fails before
-    // anything is traced.
-    if (!o_.flamegraph_file.empty()) {
-      graph_file_ = fopen(o_.flamegraph_file.c_str(), "w");
-      if (!graph_file_) {
-        fmt::print(stderr, "ERROR: --flamegraph: cannot open {}: {}\n", o_.flamegraph_file, strerror(errno));
-        return 1;
-      }
-    }
+    if (!o_.flamegraph_file.empty() && !graph_file_.open(o_.flamegraph_file, "--flamegraph")) return 1;
+    heat_terminal_ = o_.heatmap_file == "-";
+    if (!o_.heatmap_file.empty() && !heat_terminal_ && !heat_file_.open(o_.heatmap_file, "--heatmap")) return 1;
     if (int rc = check_kinds(); rc) return rc;
     if (int rc = create_maps(); rc) return rc;
     if (int rc = load_all(); rc) return rc;
@@ -233,9 +266,10 @@ class Session {
 
     uint32_t attach_count = 0;
     for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
+    start_time_ = wall_seconds();
     if (!o_.quiet) {
       if (o_.json)
-        emit_out(output::json_attached(attach_count));
+        emit_out(output::json_with_time(output::json_attached(attach_count), start_time_));
       else
         fmt::print(stderr, "Attached {} probe{}\n", attach_count, attach_count == 1 ? "" : "s");
     }
@@ -273,7 +307,8 @@ class Session {
     else if (o_.gap_before_maps) write_out("\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
-    if (graph_file_ && write_flamegraph() != 0 && exit_code_ == 0) exit_code_ = 1;
+    if (graph_file_.is_open() && write_flamegraph() != 0 && exit_code_ == 0) exit_code_ = 1;
+    if (heat_file_.is_open() && write_heatmap() != 0 && exit_code_ == 0) exit_code_ = 1;
     if (child_pid_ > 0 && !child_reaped_) {
       // The child outlives a Ctrl-C of the tracer only if it ignores it; reap if done.
       int status;
@@ -613,16 +648,51 @@ class Session {
   }
   // With -f folded only folded stacks go to the output; the rest is text on
   // stderr.
-  void write_out(std::string_view s) { fwrite(s.data(), 1, s.size(), o_.folded ? stderr : out_); }
+  void write_out(std::string_view s) {
+    fwrite(s.data(), 1, s.size(), o_.folded ? stderr : out_);
+    written_ += s.size();
+  }
 
-  void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div) {
+  // A map printed; `time`: when print() printed it (0 for the exit-time
+  // maps), which its JSON message records.
+  void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div, double time = 0) {
     if (o_.folded && output::is_foldable(snap)) {
       const std::string text = output::folded_text(snap, o_.stack_layout);
       fwrite(text.data(), 1, text.size(), out_);
       return;
     }
-    emit_out(o_.json ? output::json_map(snap, top, div, o_.percentiles, o_.hist_layout)
-                     : output::map_text(snap, top, div, o_.hist_layout, o_.percentiles));
+    if (!o_.json) return emit_out(output::map_text(snap, top, div, o_.hist_layout, o_.percentiles));
+    std::string msg = output::json_map(snap, top, div, o_.percentiles, o_.hist_layout, time > 0);
+    if (msg.empty()) return;
+    if (time > 0) msg = output::json_with_time(std::move(msg), time);
+    emit_out(msg);
+  }
+
+  // --heatmap -: the heat map drawn again with its new column; on a
+  // terminal, over the previous drawing when nothing was printed since.
+  void draw_heat_terminal() {
+    for (auto& [cpu, line] : lines_) end_line(line);
+    const bool tty = isatty(fileno(out_));
+    std::string frame = output::heatmap_terminal(heat_.series(), heat_options(), terminal_width(out_));
+    if (tty && heat_lines_ > 0 && written_ == heat_mark_) frame = fmt::format("\x1b[{}A\x1b[J", heat_lines_) + frame;
+    write_out(frame);
+    fflush(out_);
+    heat_lines_ = static_cast<size_t>(std::count(frame.begin(), frame.end(), '\n'));
+    heat_mark_ = written_;
+  }
+
+  output::HeatMapOptions heat_options() const {
+    output::HeatMapOptions ho = o_.heatmap;
+    ho.start = start_time_;
+    return ho;
+  }
+
+  // --heatmap FILE.svg, at exit.
+  int write_heatmap() {
+    if (heat_.empty())
+      fmt::print(stderr, "WARNING: --heatmap: no hist() or lhist() map was printed during the run (print(@h) in an "
+                 "interval probe, or a tool's interval); {} shows no heat map\n", heat_file_.path());
+    return heat_file_.write(output::heatmap_svg(heat_.series(), heat_options()));
   }
 
   // A line printed in pieces (printf formats that do not end in a newline,
@@ -673,6 +743,12 @@ class Session {
     uint64_t id;
     std::memcpy(&id, data, 8);
     if (id == ir::kHelperErrorRecord) return helper_error(data, size);
+    if (id == ir::kUstackPidRecord) {
+      uint32_t tgid;
+      std::memcpy(&tgid, data + 8, 4);
+      if (size >= ir::kUstackPidSize && symbolizer_) symbolizer_->remember(tgid);
+      return 0;
+    }
     if (id >= p_.actions.size()) return 0;
     const auto& a = p_.actions[id];
     if (size < a.record_size) return 0;
@@ -698,7 +774,16 @@ class Session {
         const auto& m = p_.maps[a.map];
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
         if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
-        emit_map(snap, args[0].u, args[1].u);
+        const double now = wall_seconds();
+        const bool hist = snap.kind == output::AggKind::Hist || snap.kind == output::AggKind::LHist;
+        if (!o_.heatmap_file.empty() && hist) {
+          heat_.add(snap, now);
+          if (heat_terminal_) {
+            draw_heat_terminal();
+            break;
+          }
+        }
+        emit_map(snap, args[0].u, args[1].u, now);
         break;
       }
       case sema::ActionKind::Table: {
@@ -760,12 +845,13 @@ class Session {
         if (!err && o_.no_warnings) break;
         std::string msg = output::format_printf(a.printf_format, args);
         const auto& src = p_.ast->source;
+        const std::string text = fmt::format("{}: {}: {}\n", lang::location(src, a.loc), err ? "ERROR" : "WARNING", msg);
         if (o_.json) {
           lang::LineCol lc = src.line_col(a.loc.begin);
-          emit_out(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col));
+          emit_out(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col, text));
         } else {
           fflush(out_);
-          fmt::print(stderr, "{}: {}: {}\n", lang::location(src, a.loc), err ? "ERROR" : "WARNING", msg);
+          fmt::print(stderr, "{}", text);
         }
         break;
       }
@@ -797,15 +883,16 @@ class Session {
     const auto& site = m_.sites[site_id];
     std::string msg = helper_error_message(p_, site, ret);
     const auto& src = p_.ast->source;
+    lang::Diagnostics d;
+    d.warning(site.loc, msg);
+    const std::string text = d.render(src);
     if (o_.json) {
       lang::LineCol lc = src.line_col(site.loc.begin);
-      emit_out(output::json_helper_error(msg, helper_name(site.helper), ret, src.name(), lc.line, lc.col));
+      emit_out(output::json_helper_error(msg, helper_name(site.helper), ret, src.name(), lc.line, lc.col, text));
       return 0;
     }
     fflush(out_);
-    lang::Diagnostics d;
-    d.warning(site.loc, msg);
-    fmt::print(stderr, "{}", d.render(src));
+    fmt::print(stderr, "{}", text);
     return 0;
   }
 
@@ -906,7 +993,7 @@ class Session {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
       output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
-      if (graph_file_ && output::is_foldable(snap)) {
+      if (graph_file_.is_open() && output::is_foldable(snap)) {
         // Drawn, not printed (unless folded text was asked for as well).
         if (o_.folded) emit_map(snap, 0, 0);
         graph_maps_.push_back(std::move(snap));
@@ -935,13 +1022,7 @@ class Session {
     if (g.total == 0)
       fmt::print(stderr, "WARNING: --flamegraph: no map keyed by stacks (kstack, ustack) had samples at exit; {} "
                  "shows an empty graph\n", o_.flamegraph_file);
-    const bool ok = fwrite(g.svg.data(), 1, g.svg.size(), graph_file_) == g.svg.size() && fflush(graph_file_) == 0;
-    if (!ok) {
-      fmt::print(stderr, "ERROR: --flamegraph: cannot write {}: {}\n", o_.flamegraph_file, strerror(errno));
-      return 1;
-    }
-    graph_written_ = true;
-    return 0;
+    return graph_file_.write(g.svg);
   }
 
   const sema::TypedProgram& p_;
@@ -950,9 +1031,14 @@ class Session {
   const Options& o_;
   int ncpus_;
   FILE* out_ = nullptr;
-  FILE* graph_file_ = nullptr;  // --flamegraph
+  PictureFile graph_file_;  // --flamegraph
   std::vector<output::MapSnapshot> graph_maps_;  // the maps it draws, read at exit
-  bool graph_written_ = false;
+  PictureFile heat_file_;  // --heatmap FILE.svg
+  bool heat_terminal_ = false;  // --heatmap -
+  output::HeatMaps heat_;
+  double start_time_ = 0;  // when the probes were attached (seconds since the epoch)
+  size_t written_ = 0;     // bytes of output so far
+  size_t heat_lines_ = 0, heat_mark_ = 0;  // the last terminal drawing: its lines, and written_ after it
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
@@ -972,6 +1058,12 @@ class Session {
 };
 
 }  // namespace
+
+int terminal_width(FILE* out) {
+  struct winsize ws{};
+  if (isatty(fileno(out)) && ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
 
 std::optional<Child> start_child(const std::string& command, std::string& error) {
   // Split like a shell would (quotes, no expansion of commands), as bpftrace does.

@@ -102,6 +102,13 @@ void Symbolizer::refresh(uint32_t pid) {
   if (!maps.empty()) maps_[pid] = std::move(maps);
 }
 
+void Symbolizer::remember(uint32_t pid) {
+  // The pid may have been used before by a process that exited: the new one's
+  // mappings replace the old.
+  refresh(pid);
+  reread_.erase(pid);
+}
+
 std::string Symbolizer::user_frame(uint32_t pid, uint64_t addr, bool with_offset, std::string* path) const {
   // Mappings read before the process exec'd (a -c child is read as soon as
   // it exists) do not cover its new image: on the first address they miss,

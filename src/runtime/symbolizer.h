@@ -24,6 +24,10 @@ class Symbolizer : public Resolver {
   // that its user stacks still symbolize when the maps print after it exited.
   // Keeps the previous snapshot if the process is gone.
   void refresh(uint32_t pid);
+  // A process whose first user stack was just taken (ir::kUstackPidRecord):
+  // its mappings are read now, while it exists, so that its stacks are named
+  // when the maps print after it exited.
+  void remember(uint32_t pid);
 
  private:
   struct Mapping {

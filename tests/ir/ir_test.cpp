@@ -451,8 +451,9 @@ TEST(Ir, ProbeReadsReportFailuresWithK) {
       EXPECT_EQ(s.loc.end - s.loc.begin, std::string("str(args.filename)").size());
     }
   EXPECT_TRUE(found);
-  // printf's record, and one error record per site.
-  EXPECT_EQ(count_calls(f, kRingbufOutput), 4) << l.text;
+  // printf's record, one error record per site, and the record of a
+  // process's first user stack (ir::kUstackPidRecord).
+  EXPECT_EQ(count_calls(f, kRingbufOutput), 5) << l.text;
 }
 
 TEST(Ir, FailedMapUpdatesAreCounted) {

@@ -20,15 +20,6 @@ struct Drawn {
   std::string fill, label;
 };
 
-// The value of attribute `name` in the tag starting at `at`.
-std::string attr(const std::string& svg, size_t at, const std::string& name) {
-  const size_t end = svg.find('>', at);
-  const size_t p = svg.find(" " + name + "=\"", at);
-  if (p == std::string::npos || p > end) return "";
-  const size_t v = p + name.size() + 3;
-  return svg.substr(v, svg.find('"', v) - v);
-}
-
 // Every frame group: <g><title>T</title><rect .../>[<text ...>L</text>]</g>.
 // (No <regex>: GCC 12 warns inside it at -O1 with the sanitizers.)
 std::vector<Drawn> frames_of(const std::string& svg) {

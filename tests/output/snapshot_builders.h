@@ -52,4 +52,14 @@ inline MapSnapshot keyed(std::string name, AggKind kind, std::vector<std::pair<V
   return m;
 }
 
+// The value of attribute `name` in the SVG tag starting at `at` ("" when
+// the tag has none).
+inline std::string attr(const std::string& svg, size_t at, const std::string& name) {
+  const size_t end = svg.find('>', at);
+  const size_t p = svg.find(" " + name + "=\"", at);
+  if (p == std::string::npos || p > end) return "";
+  const size_t v = p + name.size() + 3;
+  return svg.substr(v, svg.find('"', v) - v);
+}
+
 }  // namespace bpfscope::output::test

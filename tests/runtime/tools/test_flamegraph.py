@@ -254,7 +254,8 @@ class FlameGraphRunTest(unittest.TestCase):
     def test_graph_options_need_a_graph_and_a_writable_file(self):
         r = subprocess.run([BPFSCOPE, "-e", "BEGIN { exit(); }", "--title", "x"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
-        self.assertEqual(r.stderr, "ERROR: --title applies to a flame graph: add --flamegraph FILE.svg\n")
+        self.assertEqual(r.stderr, "ERROR: --title applies to a picture: add --flamegraph FILE.svg or --heatmap "
+                                   "FILE.svg\n")
         r = subprocess.run([BPFSCOPE, "profile", "--inverted", "1"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("--inverted applies to a flame graph", r.stderr)
