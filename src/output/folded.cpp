@@ -39,15 +39,33 @@ FrameKind kind_of(Value::StackOf of) {
   std::unreachable();
 }
 
+// A frame of the tracer itself, on top of every kernel stack a tracing
+// probe takes: its BPF program ("bpf_prog_<tag>_<name>", the tag 16 hex
+// digits) and the kernel's code that called it (bpf_trace_run2,
+// __bpf_trace_sched_switch, __traceiter_sched_switch, a BPF trampoline).
+bool tracer_frame(std::string_view name) {
+  if (name.starts_with("bpf_prog_")) {
+    const std::string_view tag = name.substr(9, 16);
+    return tag.size() == 16 && tag.find_first_not_of("0123456789abcdef") == std::string_view::npos &&
+           (name.size() == 25 || name[25] == '_');
+  }
+  return name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_") || name.starts_with("__traceiter_") ||
+         name.starts_with("bpf_trampoline_");
+}
+
 // Key fields, root first: the other fields, then the user stacks, then the
-// kernel stacks, each stack's frames root first.
+// kernel stacks, each stack's frames root first. A kernel stack leaves out
+// the tracer's frames at its leaf end.
 void plain_frames(std::span<const Value* const> f, std::vector<Frame>& frames) {
   for (const Value* v : f)
     if (v->stack == Value::StackOf::None) frames.push_back({to_text(*v), FrameKind::Other});
   for (auto of : {Value::StackOf::User, Value::StackOf::Kernel}) {
     for (const Value* v : f) {
       if (v->stack != of) continue;
-      for (auto it = v->elems.rbegin(); it != v->elems.rend(); ++it) frames.push_back({it->s, kind_of(of)});
+      size_t skip = 0;
+      while (of == Value::StackOf::Kernel && skip < v->elems.size() && tracer_frame(v->elems[skip].s)) ++skip;
+      for (auto it = v->elems.rbegin(); it != v->elems.rend() - static_cast<std::ptrdiff_t>(skip); ++it)
+        frames.push_back({it->s, kind_of(of)});
     }
   }
 }

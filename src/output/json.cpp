@@ -162,20 +162,6 @@ std::string_view map_type(AggKind kind) {
   return "map";
 }
 
-std::string_view agg_name(AggKind kind) {
-  switch (kind) {
-    case AggKind::Plain: return "plain";
-    case AggKind::Count: return "count";
-    case AggKind::Sum: return "sum";
-    case AggKind::Min: return "min";
-    case AggKind::Max: return "max";
-    case AggKind::Avg: return "avg";
-    case AggKind::Stats: return "stats";
-    case AggKind::Hist: return "hist";
-    case AggKind::LHist: return "lhist";
-  }
-  return "plain";
-}
 
 // What a recording needs beyond bpftrace's message (json_map in output.h).
 std::string recording_fields(const MapSnapshot& map, const std::vector<std::pair<Value, Aggregate>>& entries,
@@ -200,6 +186,21 @@ std::string recording_fields(const MapSnapshot& map, const std::vector<std::pair
 }
 
 }  // namespace
+
+std::string_view agg_name(AggKind kind) {
+  switch (kind) {
+    case AggKind::Plain: return "plain";
+    case AggKind::Count: return "count";
+    case AggKind::Sum: return "sum";
+    case AggKind::Min: return "min";
+    case AggKind::Max: return "max";
+    case AggKind::Avg: return "avg";
+    case AggKind::Stats: return "stats";
+    case AggKind::Hist: return "hist";
+    case AggKind::LHist: return "lhist";
+  }
+  return "plain";
+}
 
 std::string json_string(std::string_view s) {
   std::string out;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,5 +29,10 @@ void sort_entries(const MapSnapshot& map, std::vector<std::pair<Value, Aggregate
 // The entries print(@m, top) shows, in print order: sorted, the last `top`
 // kept (0 = all), a scalar map cut to its one entry.
 std::vector<std::pair<Value, Aggregate>> select_entries(const MapSnapshot& map, uint64_t top);
+
+// An aggregation's name in a recording's "agg" ("count", "lhist"...), and
+// back (nullopt for a name that is none).
+std::string_view agg_name(AggKind kind);
+std::optional<AggKind> agg_of(std::string_view name);
 
 }  // namespace bpfscope::output

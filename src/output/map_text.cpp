@@ -231,6 +231,18 @@ std::string key_label(const Value& key) {
   return out;
 }
 
+// One hist() entry in the bcc layout: its label line (if any), the log2
+// table named after the map, the percentile line, an empty line.
+std::string bcc_hist_entry(const MapSnapshot& map, const std::optional<std::string>& label, const Aggregate& agg,
+                           bool percentiles) {
+  std::string out;
+  if (label) out += *label + "\n";
+  out += log2_table(agg.buckets, map.name.size() > 1 ? map.name.substr(1) : "value");
+  if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
+  out += '\n';
+  return out;
+}
+
 }  // namespace
 
 std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLayout layout, bool percentiles) {
@@ -242,10 +254,7 @@ std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLay
     switch (map.kind) {
       case AggKind::Hist:
         if (layout == HistLayout::Bcc && map.hist.bits == 0 && div == 1) {
-          if (map.keyed) out += key_label(key) + "\n";
-          out += log2_table(agg.buckets, map.name.size() > 1 ? map.name.substr(1) : "value");
-          if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
-          out += '\n';
+          out += bcc_hist_entry(map, map.keyed ? std::optional(key_label(key)) : std::nullopt, agg, percentiles);
           break;
         }
         // "@h:" / "@h[k]:", the bucket lines, an empty line.
@@ -304,10 +313,7 @@ std::string hist_notes_text(const MapSnapshot& hist, const std::vector<const Map
       const Value v = n->kind == AggKind::Avg ? average(it->second, n->value_signed) : it->second.value;
       label += fmt::format("{}[{} {}]", label.empty() ? "" : " ", n->name.substr(1), to_text(v));
     }
-    if (!label.empty()) out += label + "\n";
-    out += log2_table(agg.buckets, hist.name.size() > 1 ? hist.name.substr(1) : "value");
-    if (percentiles) out += percentiles_text(estimate_percentiles(hist, agg.buckets));
-    out += '\n';
+    out += bcc_hist_entry(hist, label.empty() ? std::nullopt : std::optional(label), agg, percentiles);
   }
   return out;
 }

@@ -201,7 +201,10 @@ struct StackSet {
 
 // How a map's key becomes a stack.
 // Plain: the other key fields (comm, pid...) first, then the user stack,
-// then the kernel stack above it, each root first.
+// then the kernel stack above it, each root first. A kernel stack leaves out
+// the frames of the tracer itself at its leaf end (the BPF program,
+// bpf_trace_run*, __bpf_trace_*, __traceiter_*, a BPF trampoline), which
+// would top every stack a tracing probe takes.
 // OffWake (offwaketime): the key's fields are two equal halves, the blocked
 // thread's and then its waker's, as Brendan Gregg's off-wake flame graphs
 // stack them: the blocked half as Plain, a "--" separator frame, then the

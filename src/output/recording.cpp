@@ -121,16 +121,6 @@ Value number(const Json& j) {
   return Value::of_int(j.as_i64());
 }
 
-std::optional<AggKind> agg_of(std::string_view s) {
-  static const std::pair<std::string_view, AggKind> names[] = {
-      {"plain", AggKind::Plain}, {"count", AggKind::Count}, {"sum", AggKind::Sum},     {"min", AggKind::Min},
-      {"max", AggKind::Max},     {"avg", AggKind::Avg},     {"stats", AggKind::Stats}, {"hist", AggKind::Hist},
-      {"lhist", AggKind::LHist}};
-  for (const auto& [n, k] : names)
-    if (n == s) return k;
-  return std::nullopt;
-}
-
 // One entry's value from its JSON (bpftrace's form of that aggregation).
 bool aggregate_of(const MapSnapshot& map, const Json& j, const Json* typed, Aggregate& a, std::string& error) {
   switch (map.kind) {
@@ -294,6 +284,13 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
     return error = fmt::format("unknown message type \"{}\"", t), std::nullopt;
   }
   return r;
+}
+
+std::optional<AggKind> agg_of(std::string_view name) {
+  for (AggKind k : {AggKind::Plain, AggKind::Count, AggKind::Sum, AggKind::Min, AggKind::Max, AggKind::Avg,
+                    AggKind::Stats, AggKind::Hist, AggKind::LHist})
+    if (agg_name(k) == name) return k;
+  return std::nullopt;
 }
 
 }  // namespace bpfscope::output

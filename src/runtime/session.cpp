@@ -1,6 +1,7 @@
 // One run of a compiled program: maps, load, BEGIN, attach, event loop, END,
 // map printing.
 #include <fmt/format.h>
+#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -330,6 +331,11 @@ class Session {
       links_.clear();  // could not stop them: detach now instead
       return;
     }
+    // A program that read the control word before it changed may still be
+    // running on another CPU, and would update a map after END cleared it.
+    // Programs run inside RCU read-side sections: one grace period
+    // (membarrier's global command waits one) and none is left.
+    if (!links_.empty()) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
     for (auto& l : links_) {
       held_.push_back(std::move(l.link));
       held_.push_back(std::move(l.perf));

@@ -39,6 +39,22 @@ TEST(Folded, SameLinesAreSummedEmptyOnesDropped) {
   EXPECT_EQ(folded_text(m), "g;f 5\n");
 }
 
+// The tracer's own frames on top of a kernel stack are left out; the same
+// names lower down, and user frames, stay.
+TEST(Folded, TracerFramesLeaveKernelStacks) {
+  auto m = keyed("@", AggKind::Count,
+                 {{T({kstack({"bpf_prog_0123456789abcdef_sched_switch", "bpf_trace_run4", "__bpf_trace_sched_switch",
+                              "__traceiter_sched_switch", "__schedule", "bpf_trace_run1", "schedule"}),
+                      ustack({"bpf_trace_run1", "main"})}),
+                   val(I(2))},
+                  {kstack({"bpf_prog_0123456789abcdef", "bpf_prog_test_run_raw_tp", "__sys_bpf"}), val(I(1))},
+                  {kstack({"bpf_prog_12345_x", "f"}), val(I(1))}});
+  EXPECT_EQ(folded_text(m),
+            "__sys_bpf_[k];bpf_prog_test_run_raw_tp_[k] 1\n"
+            "f_[k];bpf_prog_12345_x_[k] 1\n"
+            "main;bpf_trace_run1;schedule_[k];bpf_trace_run1_[k];__schedule_[k] 2\n");
+}
+
 TEST(Folded, OnlyStackKeyedNumberMaps) {
   EXPECT_FALSE(is_foldable(keyed("@", AggKind::Count, {{S("x"), val(I(1))}})));
   EXPECT_FALSE(is_foldable(keyed("@", AggKind::Hist, {{kstack({"f"}), buckets({1})}})));
