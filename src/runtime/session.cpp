@@ -297,6 +297,9 @@ class Session {
       loop(child ? child->pid : o_.target_pid);
     }
     detach();
+    // What the probes sent before they stopped: dropped after an exit() (as
+    // bpftrace drops records that follow it), printed after a signal.
+    ring_buffer__consume(rb_);
     ignore_records_ = false;
     run_kind(sema::ProbeKind::End);
     drain();
