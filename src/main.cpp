@@ -545,8 +545,7 @@ int render_recording(std::string_view text, const std::string& name, const outpu
       sinks.stacks->user_and_kernel |= s.user_and_kernel;
       for (auto& st : s.stacks) sinks.stacks->stacks.push_back(std::move(st));
     }
-    if (sinks.heat && r->map && !after_exit &&
-        (r->map->kind == output::AggKind::Hist || r->map->kind == output::AggKind::LHist)) {
+    if (sinks.heat && r->map && !after_exit && output::is_histogram(r->map->kind)) {
       sinks.heat->add(*r->map, r->time ? *r->time : static_cast<double>(++columns));
       if (sinks.heat_replaces_text) r->out.clear();
     }

@@ -73,7 +73,7 @@ void plain_frames(std::span<const Value* const> f, std::vector<Frame>& frames) {
 }  // namespace
 
 bool is_foldable(const MapSnapshot& map) {
-  if (!map.keyed || map.kind == AggKind::Hist || map.kind == AggKind::LHist || map.kind == AggKind::Stats) return false;
+  if (!map.keyed || is_histogram(map.kind) || map.kind == AggKind::Stats) return false;
   for (const auto& [key, agg] : map.entries) {
     std::vector<const Value*> f;
     fields(key, f);

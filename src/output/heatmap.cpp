@@ -208,7 +208,7 @@ std::string HeatSeries::name() const {
 }
 
 void HeatMaps::add(const MapSnapshot& map, double time) {
-  if (map.kind != AggKind::Hist && map.kind != AggKind::LHist) return;
+  if (!is_histogram(map.kind)) return;
   // A column more for every series of this map, empty until an entry fills it.
   std::vector<double> times;
   for (auto& s : series_) {

@@ -162,7 +162,6 @@ std::string_view map_type(AggKind kind) {
   return "map";
 }
 
-
 // What a recording needs beyond bpftrace's message (json_map in output.h).
 std::string recording_fields(const MapSnapshot& map, const std::vector<std::pair<Value, Aggregate>>& entries,
                              HistLayout layout) {
@@ -270,7 +269,7 @@ std::string json_value(const Value& v) {
 std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, HistLayout layout,
                      bool keep_empty) {
   const auto entries = select_entries(map, top);
-  const bool hist = map.kind == AggKind::Hist || map.kind == AggKind::LHist;
+  const bool hist = is_histogram(map.kind);
   if (entries.empty() && !(keep_empty && hist)) return "";
   if (div == 0) div = 1;
   std::string data;

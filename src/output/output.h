@@ -87,6 +87,8 @@ std::string to_text(const Value& v);
 std::string key_text(const Value& key);
 
 enum class AggKind { Plain, Count, Sum, Min, Max, Avg, Stats, Hist, LHist };
+// hist() or lhist(): entries hold bucket counts.
+inline bool is_histogram(AggKind k) { return k == AggKind::Hist || k == AggKind::LHist; }
 
 // One map entry's value, already summed over CPUs by the runtime.
 struct Aggregate {

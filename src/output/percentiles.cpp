@@ -43,7 +43,7 @@ std::vector<double> estimate_percentiles(const MapSnapshot& map, const std::vect
   std::vector<double> out;
   uint64_t total = 0;
   for (uint64_t c : buckets) total += c;
-  if (total == 0 || (map.kind != AggKind::Hist && map.kind != AggKind::LHist)) return out;
+  if (total == 0 || !is_histogram(map.kind)) return out;
   for (double p : percentile_levels()) {
     const double rank = p / 100 * static_cast<double>(total);
     double cum = 0;

@@ -784,8 +784,7 @@ class Session {
         auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
         if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         const double now = wall_seconds();
-        const bool hist = snap.kind == output::AggKind::Hist || snap.kind == output::AggKind::LHist;
-        if (!o_.heatmap_file.empty() && hist) {
+        if (!o_.heatmap_file.empty() && output::is_histogram(snap.kind)) {
           heat_.add(snap, now);
           if (heat_terminal_) {
             draw_heat_terminal();

@@ -435,7 +435,7 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, Function f) {
                                 m->name, agg_name(kind), m->value.kind == TypeKind::None ? "none" : agg_name(m->agg)));
     return;
   }
-  if (!fresh && (kind == output::AggKind::Hist || kind == output::AggKind::LHist) &&
+  if (!fresh && output::is_histogram(kind) &&
       (m->hist.bits != hist.bits || m->hist.min != hist.min || m->hist.max != hist.max || m->hist.step != hist.step)) {
     error(call.loc, fmt::format("{}: the same map must use the same {}() parameters everywhere", m->name, call.name));
     return;
