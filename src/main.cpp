@@ -221,8 +221,14 @@ int compile_and_run(Cli& cli) {
   // -f folded: getopt("folded") is true, so that a script (profile,
   // offcputime) leaves its own text layout to the folded stacks of its maps.
   // --flamegraph too: the stacks are kept in their maps until the exit.
-  if ((cli.run.folded || !cli.run.flamegraph_file.empty()) && sopts.named_args.emplace("folded", std::nullopt).second)
-    sopts.implied_args.insert("folded");
+  // getopt("stacks"): those maps are wanted, by those two or by a tool's
+  // recording (-f json of a tool with a "// flamegraph:" header), which
+  // keeps them beside the events of its text layout.
+  const auto imply = [&](const char* name, bool on) {
+    if (on && sopts.named_args.emplace(name, std::nullopt).second) sopts.implied_args.insert(name);
+  };
+  imply("folded", cli.run.folded || !cli.run.flamegraph_file.empty());
+  imply("stacks", cli.run.folded || !cli.run.flamegraph_file.empty() || (cli.run.json && cli.run.tool_graph));
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
@@ -458,8 +464,9 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.gap_before_maps = false;
   cli.run.hist_layout = output::HistLayout::Bcc;
   cli.run.percentiles = tool.percentiles;
-  cli.run.flamegraph.kind = tool.graph;
+  cli.run.flamegraph.kind = tool.graph.value_or(output::GraphKind::Cpu);
   cli.run.flamegraph.unit = tool.graph_unit;
+  cli.run.tool_graph = tool.graph.has_value();
   if (tool.graph == output::GraphKind::OffWake) cli.run.stack_layout = output::StackLayout::OffWake;
   bool want_list = false;
   for (const auto& g : inv->globals)
@@ -515,6 +522,10 @@ struct RecordingSinks {
   output::HeatMaps* heat = nullptr;
   bool heat_replaces_text = false;
   double start = 0;  // out: when the probes were attached (0: not recorded)
+  // out: how a tool's recording says its stacks are drawn (a map message's
+  // "graph" and "unit").
+  std::optional<output::GraphKind> graph;
+  std::string unit;
 };
 
 // Renders a recording (a run's -f json output, output::render_message):
@@ -540,8 +551,12 @@ int render_recording(std::string_view text, const std::string& name, const outpu
     }
     after_exit |= r->exit;
     if (r->attached && r->time) sinks.start = *r->time;
+    if (r->graph && !sinks.graph) {
+      sinks.graph = r->graph;
+      sinks.unit = r->unit;
+    }
     if (sinks.stacks && r->map && output::is_foldable(*r->map)) {
-      output::StackSet s = output::map_stacks(*r->map);
+      output::StackSet s = output::map_stacks(*r->map, output::stack_layout(r->graph.value_or(output::GraphKind::Cpu)));
       sinks.stacks->user_and_kernel |= s.user_and_kernel;
       for (auto& st : s.stacks) sinks.stacks->stacks.push_back(std::move(st));
     }
@@ -586,11 +601,13 @@ int render(int argc, char** argv) {
       "  -f folded       a recording's maps keyed by stacks as folded stacks (other output to stderr)\n"
       "  --percentiles   estimated p50, p90, p99 and p99.9 under each histogram of a recording\n"
       "  --kind   colours: cpu (warm; frames ending _[k] are kernel frames), offcpu (blues), offwake\n"
-      "           (blues below a -- frame, the waker's purples above it)\n"
-      "  --unit   what the counts are (default samples)\n"
+      "           (blues below a -- frame, the waker's purples above it); default: as a tool's\n"
+      "           recording says (profile cpu, offcputime offcpu...), else cpu\n"
+      "  --unit   what the counts are (default: as a tool's recording says, else samples)\n"
       "  --minwidth  leave out frames narrower than PX pixels (default 0.5), and say how many\n";
   std::string graph_path, text_path, heat_path;
   output::FlameGraphOptions go;
+  bool kind_given = false, unit_given = false;  // else a tool's recording says them
   output::HeatMapOptions ho;
   output::RenderOptions ro;
   opterr = 0;
@@ -602,7 +619,10 @@ int render(int argc, char** argv) {
       case kRenderTitle: go.title = ho.title = optarg; break;
       case kRenderHeat: heat_path = optarg; break;
       case kRenderInverted: go.inverted = true; break;
-      case kUnit: go.unit = optarg; break;
+      case kUnit:
+        go.unit = optarg;
+        unit_given = true;
+        break;
       case kRenderPercentiles: ro.percentiles = true; break;
       case 'o': text_path = optarg; break;
       case 'f':
@@ -625,6 +645,7 @@ int render(int argc, char** argv) {
       case kKind:
         if (auto k = output::graph_kind(optarg)) {
           go.kind = *k;
+          kind_given = true;
           break;
         }
         fmt::print(stderr, "ERROR: render: unknown --kind \"{}\" (cpu, offcpu or offwake)\n", optarg);
@@ -663,6 +684,8 @@ int render(int argc, char** argv) {
                          .heat_replaces_text = heat_path == "-"};
     int rc = render_recording(text, name, ro, out, sinks);
     ho.start = sinks.start;
+    if (sinks.graph && !kind_given) go.kind = *sinks.graph;
+    if (!sinks.unit.empty() && !unit_given) go.unit = sinks.unit;
     if (!rc && heat_path == "-") {
       const std::string t = output::heatmap_terminal(heat.series(), ho, runtime::terminal_width(out));
       fwrite(t.data(), 1, t.size(), out);

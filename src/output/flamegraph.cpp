@@ -404,10 +404,22 @@ constexpr const char* kScript = R"JS(
 }  // namespace
 
 std::optional<GraphKind> graph_kind(std::string_view name) {
-  if (name == "cpu") return GraphKind::Cpu;
-  if (name == "offcpu") return GraphKind::OffCpu;
-  if (name == "offwake") return GraphKind::OffWake;
+  for (GraphKind k : {GraphKind::Cpu, GraphKind::OffCpu, GraphKind::OffWake})
+    if (graph_name(k) == name) return k;
   return std::nullopt;
+}
+
+std::string_view graph_name(GraphKind kind) {
+  switch (kind) {
+    case GraphKind::Cpu: return "cpu";
+    case GraphKind::OffCpu: return "offcpu";
+    case GraphKind::OffWake: return "offwake";
+  }
+  return "cpu";
+}
+
+StackLayout stack_layout(GraphKind kind) {
+  return kind == GraphKind::OffWake ? StackLayout::OffWake : StackLayout::Plain;
 }
 
 FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& o) {

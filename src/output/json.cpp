@@ -336,12 +336,26 @@ std::string json_exit(bool gap) {
   return fmt::format("{{\"type\": \"exit\", \"data\": {{\"gap\": {}}}}}\n", gap ? "true" : "false");
 }
 
-std::string json_with_time(std::string message, double time) {
-  // "...}\n" -> "..., "time": T}\n"
+namespace {
+
+// "...}\n" -> "...FIELDS}\n"
+std::string with_fields(std::string message, std::string_view fields) {
   const size_t close = message.rfind('}');
-  if (close == std::string::npos) return message;
-  message.insert(close, fmt::format(", \"time\": {:.6f}", time));
+  if (close != std::string::npos) message.insert(close, fields);
   return message;
+}
+
+}  // namespace
+
+std::string json_with_time(std::string message, double time) {
+  return with_fields(std::move(message), fmt::format(", \"time\": {:.6f}", time));
+}
+
+std::string json_with_graph(std::string message, GraphKind kind, std::string_view unit, bool drawn_only) {
+  std::string fields = fmt::format(", \"graph\": \"{}\"", graph_name(kind));
+  if (!unit.empty()) fields += fmt::format(", \"unit\": {}", json_string(unit));
+  if (drawn_only) fields += ", \"drawn_only\": true";
+  return with_fields(std::move(message), fields);
 }
 
 std::string json_attached(uint64_t probes) {

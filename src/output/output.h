@@ -261,6 +261,9 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& options)
 
 // "cpu", "offcpu", "offwake" (a tool's "// flamegraph: KIND UNIT" header).
 std::optional<GraphKind> graph_kind(std::string_view name);
+std::string_view graph_name(GraphKind kind);
+// An off-wake graph's keys are laid out as StackLayout::OffWake.
+StackLayout stack_layout(GraphKind kind);
 
 // Heat maps (--heatmap, src/output/heatmap.cpp): every hist() or lhist()
 // map printed during a run (print(@h) in an interval probe, a tool's
@@ -398,6 +401,10 @@ struct Rendered {
   std::optional<double> time;  // the message's "time": when print() printed the map, or the probes were attached
   bool attached = false;       // an attached_probes message
   bool exit = false;           // the exit marker: the exit-time maps follow
+  // A map message's "graph" and "unit" (json_with_graph): how its stacks
+  // are laid out and drawn.
+  std::optional<GraphKind> graph;
+  std::string unit;
 };
 std::optional<Rendered> render_message(std::string_view line, const RenderOptions& opts, std::string& error);
 
@@ -452,6 +459,12 @@ std::string json_exit(bool gap);
 // microsecond): a recording keeps when each print() printed a map (the
 // columns of a heat map) and when the probes were attached.
 std::string json_with_time(std::string message, double time);
+
+// A map message of a tool's stacks with `"graph": "KIND"` and, when given,
+// `"unit": "UNIT"` (the tool's "// flamegraph:" header); `drawn_only`:
+// `"drawn_only": true`, a map the text run does not print (render prints
+// it only as folded stacks, and draws it).
+std::string json_with_graph(std::string message, GraphKind kind, std::string_view unit, bool drawn_only);
 
 // `{"type": "attached_probes", "count": N, "data": {"probes": N}}`.
 std::string json_attached(uint64_t probes);

@@ -4,6 +4,8 @@
 // model, rendered by the same renderers as a live run.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "output/json_read.h"
 #include "output/map_common.h"
 #include "output/output.h"
@@ -254,8 +256,16 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
     if (!map) return std::nullopt;
     const Json* layout = msg->find("layout");
     const bool bcc = layout && layout->text == "bcc";
+    if (const Json* g = msg->find("graph")) {
+      r.graph = graph_kind(g->text);
+      if (!r.graph) return error = fmt::format("unknown graph \"{}\"", g->text), std::nullopt;
+      r.unit = text_field(*msg, "unit");
+    }
+    const Json* drawn = msg->find("drawn_only");
     if (opts.folded && is_foldable(*map)) {
-      r.out = folded_text(*map);
+      r.out = folded_text(*map, stack_layout(r.graph.value_or(GraphKind::Cpu)));
+    } else if (drawn && drawn->b) {
+      // Not printed by the text run.
     } else {
       std::string text = map_text(*map, 0, 0, bcc ? HistLayout::Bcc : HistLayout::Bpftrace,
                                   opts.percentiles || msg->find("percentiles") != nullptr);
@@ -266,7 +276,7 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
     r.exit = true;
     const Json* data = msg->find("data");
     const Json* gap = data ? data->find("gap") : nullptr;
-    if (gap && gap->b) (opts.folded ? r.err : r.out) = "\n\n";
+    if (gap && gap->b) r.out = "\n\n";
   } else if (t == "attached_probes") {
     r.attached = true;
     const int64_t n = msg->find("count") ? msg->find("count")->as_i64() : 0;
@@ -283,6 +293,8 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
   } else {
     return error = fmt::format("unknown message type \"{}\"", t), std::nullopt;
   }
+  // -f folded: only folded stacks on the output (the map branch sorts maps).
+  if (opts.folded && !r.map) r.err.insert(0, std::exchange(r.out, ""));
   return r;
 }
 

@@ -42,6 +42,12 @@ struct Options {
   // from the maps: "samples" for count() maps.
   std::string flamegraph_file;
   output::FlameGraphOptions flamegraph{.unit = ""};
+  // A tool's "// flamegraph:" header set flamegraph's kind and unit. With
+  // -f json its maps keyed by stacks then say them ("graph", "unit"), so
+  // that `bpfscope render` draws the recording as the live run would; its
+  // @folded map (kept for -f folded and drawings, never printed as text) is
+  // marked "drawn_only".
+  bool tool_graph = false;
   // --heatmap FILE.svg: every hist()/lhist() map printed during the run is a
   // column of a heat map, drawn there at exit (the text is printed as ever);
   // "-": drawn on the output instead of printed, redrawn as each column

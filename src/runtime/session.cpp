@@ -663,8 +663,9 @@ class Session {
   }
 
   // A map printed; `time`: when print() printed it (0 for the exit-time
-  // maps), which its JSON message records.
-  void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div, double time = 0) {
+  // maps), which its JSON message records. `drawn`: a map of stacks drawn
+  // at exit by --flamegraph, which text output does not print.
+  void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div, double time = 0, bool drawn = false) {
     if (o_.folded && output::is_foldable(snap)) {
       const std::string text = output::folded_text(snap, o_.stack_layout);
       fwrite(text.data(), 1, text.size(), out_);
@@ -674,6 +675,11 @@ class Session {
     std::string msg = output::json_map(snap, top, div, o_.percentiles, o_.hist_layout, time > 0);
     if (msg.empty()) return;
     if (time > 0) msg = output::json_with_time(std::move(msg), time);
+    if (o_.tool_graph && output::is_foldable(snap))
+      msg = output::json_with_graph(std::move(msg), o_.flamegraph.kind, o_.flamegraph.unit,
+                                    drawn || snap.name == "@folded");
+    else if (drawn)
+      msg = output::json_with_graph(std::move(msg), output::GraphKind::Cpu, "", true);
     emit_out(msg);
   }
 
@@ -1002,8 +1008,9 @@ class Session {
     for (size_t i : order) {
       output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
       if (graph_file_.is_open() && output::is_foldable(snap)) {
-        // Drawn, not printed (unless folded text was asked for as well).
-        if (o_.folded) emit_map(snap, 0, 0);
+        // Drawn, not printed (unless folded text was asked for as well);
+        // a recording keeps it.
+        if (o_.folded || o_.json) emit_map(snap, 0, 0, 0, true);
         graph_maps_.push_back(std::move(snap));
         continue;
       }

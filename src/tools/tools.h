@@ -68,7 +68,7 @@ struct Tool {
   // "// flamegraph: KIND [UNIT]": how --flamegraph draws its stacks (and
   // -f folded lays out an off-wake key): cpu, offcpu or offwake colours and
   // layout, and the unit of its counts ("us").
-  output::GraphKind graph = output::GraphKind::Cpu;
+  std::optional<output::GraphKind> graph;  // none: no header (a script's default graph)
   std::string graph_unit;
   std::string source;                 // the whole file
   std::string path;                   // "tools/tcplife.bt" or the file run directly

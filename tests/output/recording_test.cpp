@@ -99,6 +99,37 @@ TEST(Recording, FoldedFromARecording) {
   EXPECT_EQ(r->err, "@c[1]: 2\n");
 }
 
+// A tool's map of stacks says how it is drawn; one it keeps only for
+// drawing ("drawn_only") prints no text, but folds with its graph's layout.
+TEST(Recording, ToolGraphsAndDrawnOnlyMaps) {
+  using enum Value::StackOf;
+  MapSnapshot w = keyed("@folded", AggKind::Sum,
+                        {{T({S("reader"), stack(Kernel, {"schedule", "read"}), stack(Kernel, {"wake", "write"}),
+                             S("writer")}),
+                          val(I(70))}});
+  const std::string line = json_with_graph(json_map(w), GraphKind::OffWake, "us", true);
+  EXPECT_NE(line.find(R"(, "graph": "offwake", "unit": "us", "drawn_only": true})"), std::string::npos) << line;
+  std::string error;
+  auto r = render_message(line, {}, error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->out, "");
+  EXPECT_EQ(r->graph, GraphKind::OffWake);
+  EXPECT_EQ(r->unit, "us");
+  ASSERT_TRUE(r->map);
+  EXPECT_EQ(render(line, {.folded = true}), "reader;read;schedule;--;wake;write;writer 70\n");
+  EXPECT_EQ(render(line, {.folded = true}), folded_text(w, StackLayout::OffWake));
+  // Printed by the text run as well: a graph, not drawn only.
+  const std::string both = json_with_graph(json_map(w), GraphKind::Cpu, "", false);
+  EXPECT_EQ(both.find("unit"), std::string::npos);
+  EXPECT_EQ(render(both), map_text(w));
+  EXPECT_EQ(render_error(R"({"type": "map", "data": {"@x": 5}, "graph": "warm"})"), "unknown graph \"warm\"");
+  // Other output goes to stderr with -f folded, as the live run sends it.
+  r = render_message(json_event("printf", "header\n"), {.folded = true}, error);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->out, "");
+  EXPECT_EQ(r->err, "header\n");
+}
+
 TEST(Recording, MalformedLinesSayWhere) {
   EXPECT_EQ(render_error(R"({"type": "map", "data": {"@x": 5})"), "expected ',' or '}' (column 34)");
   EXPECT_EQ(render_error(R"({"type": "printf", "data": "abc)"), "unterminated string (column 32)");

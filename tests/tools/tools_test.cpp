@@ -251,7 +251,7 @@ TEST(Tools, FlameGraphHeader) {
   ASSERT_TRUE(t) << err;
   EXPECT_EQ(t->graph, output::GraphKind::OffCpu);
   EXPECT_EQ(t->graph_unit, "");
-  EXPECT_EQ(demo().graph, output::GraphKind::Cpu);
+  EXPECT_EQ(demo().graph, std::nullopt);  // no header
   EXPECT_EQ(find("offwaketime")->graph, output::GraphKind::OffWake);
   EXPECT_EQ(find("offcputime")->graph_unit, "us");
   EXPECT_EQ(find("profile")->graph_unit, "samples");

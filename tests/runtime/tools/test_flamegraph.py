@@ -215,6 +215,66 @@ class FlameGraphRunTest(unittest.TestCase):
         total = sum(int(l.rsplit(" ", 1)[1]) for l in reader)
         self.assertTrue(11 * 15000 * 0.9 <= total <= 12 * 35000, (total, run))
 
+    def render(self, *args):
+        r = subprocess.run([BPFSCOPE, "render"] + list(args), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def record(self, name, args, work):
+        """A tool's -f json run saved as a recording."""
+        run = run_tool(["-f", "json"] + args, work.run)
+        self.assertEqual(run.rc, 0, run)
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write("".join(l + "\n" for l in run.lines))
+        return run, path
+
+    def test_tool_recordings_drawn_again(self):
+        """A tool's recording prints again as the tool's text (its stacks as
+        events, nothing of the @folded map it keeps for drawing), folds as
+        the tool's -f folds, and is drawn with the tool's kind and unit."""
+        with Work("spin", 600, "pipe", 15, 12) as w:
+            run, rec = self.record("offwake.ndjson", ["offwaketime", "-p", str(w.pid)], w)
+        events = run.json("event")
+        self.assertTrue(any("cpu_pipe_wait" in e["data"]["target_ustack"] for e in events), run)
+        drawn = [m for m in run.json("map") if m.get("drawn_only")]
+        self.assertEqual([(m["graph"], m["unit"], list(m["data"])) for m in drawn], [("offwake", "us", ["@folded"])])
+        text = self.render(rec)
+        self.assertEqual(text.stdout, "Tracing blocked time (us) by off-CPU and waker stack... Hit Ctrl-C to end.\n"
+                         + "".join(e["text"] for e in events))
+        folded = self.render("-f", "folded", rec)
+        self.assertIn("Tracing blocked time", folded.stderr)
+        reader = [l for l in folded.stdout.splitlines() if ";main;cpu_pipe_wait;" in l]
+        self.assertTrue(reader, folded.stdout)
+        for line in folded.stdout.splitlines():
+            self.assertRegex(line, r"^\S[^;]*;.*;--;.* \d+$")
+        # The microseconds of the reader's stacks: the events' and the folded lines' agree.
+        self.assertEqual(sum(int(l.rsplit(" ", 1)[1]) for l in reader),
+                         sum(e["data"]["us"] for e in events if "cpu_pipe_wait" in e["data"]["target_ustack"]))
+        self.render("--flamegraph", self.svg, rec)
+        svg = self.read_svg()
+        self.assertIn(">Off-Wake Time Flame Graph</text>", svg)
+        self.assertRegex(svg, r"<title>cpu_pipe_wait \([0-9,]+ us, ")
+        self.assertIn("<title>-- (", svg)
+        # --kind and --unit still choose.
+        self.render("--flamegraph", self.svg, "--kind", "cpu", "--unit", "ticks", rec)
+        svg = self.read_svg()
+        self.assertIn(">CPU Flame Graph</text>", svg)
+        self.assertRegex(svg, r"<title>cpu_pipe_wait \([0-9,]+ ticks, ")
+
+        # profile: the same with -f json and --flamegraph together, where
+        # the live text run prints only its header.
+        live = os.path.join(self.dir.name, "live.svg")
+        with Work("spin", 600) as w:
+            run, rec = self.record("cpu.ndjson", ["profile", "-F", "199", "-p", str(w.pid), "--flamegraph", live], w)
+        self.assertEqual(run.json("event"), [], run)
+        self.assertEqual(self.render(rec).stdout, "Sampling at 199 Hertz of PID [%d] by user + kernel... Hit Ctrl-C "
+                         "to end.\n" % w.pid)
+        self.render("--flamegraph", self.svg, rec)
+        with open(live) as f:
+            self.assertEqual(self.read_svg(), f.read())
+        self.assertRegex(self.read_svg(), r"<title>cpu_spin \([0-9,]+ samples, ")
+
     def test_script_graph_inverted_with_a_title(self):
         with Work("spin", 600) as w:
             prog = ("profile:hz:199 /pid == %d/ { @[ustack, kstack] = count(); @user[ustack] = count(); @n = count(); }"
