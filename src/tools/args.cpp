@@ -319,6 +319,9 @@ std::string usage(const Tool& tool) {
   s += fmt::format("  {:<27}{}\n", "-h, --help", "Show this help");
   s += fmt::format("  {:<27}{}\n", "    --source", "Print the tool's script");
   for (const auto& n : tool.notes) s += "\n" + wrap(n, 78);
+  if (tool.percentiles)
+    s += "\n" + wrap("Each histogram is followed by its estimated p50, p90, p99 and p99.9, interpolated within "
+                     "the buckets (in JSON, the hist message's \"percentiles\").", 78);
   s += "\nbpfscope options also apply: -o FILE, -f json, -q, -v, --dry-run, -c CMD, -k\n"
        "(their long forms --output, --format, --quiet, --verbose, --cmd where the tool uses the letter).\n";
   return s;

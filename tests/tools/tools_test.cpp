@@ -138,6 +138,10 @@ TEST(Tools, Usage) {
   EXPECT_NE(u.find("  -p, --pid=PID              Process ID to trace\n"), std::string::npos) << u;
   EXPECT_NE(u.find("      --depth=N              Stack depth (default 127)\n"), std::string::npos) << u;
   EXPECT_NE(u.find("EXAMPLES:\n    demo -p 1   # pid 1 only\n"), std::string::npos) << u;
+  EXPECT_EQ(u.find("p99.9"), std::string::npos) << u;
+  // "// percentiles: yes" says so in the help.
+  EXPECT_NE(usage(*find("biolatency")).find("\nEach histogram is followed by its estimated p50, p90, p99 and p99.9,"),
+            std::string::npos);
 }
 
 // bcc's probe specifier, cut into the parts a script splices.

@@ -32,6 +32,15 @@ class BiolatencyTest(unittest.TestCase):
         self.assertEqual(total(hists[("usecs", "")]), WRITES + READS, run)
         # A loop device on a file answers within a second.
         self.assertEqual(total(hists[("usecs", "")], high=1 << 20), WRITES + READS, run)
+        # A latency tool: its estimated percentiles follow the table, each
+        # inside the table's range (the buckets' lowest low and highest high).
+        n = r"([0-9.]+)"
+        p = [re.match(r"^p50 = %s, p90 = %s, p99 = %s, p99\.9 = %s \(estimated within buckets\)$" % (n, n, n, n), l)
+             for l in run.lines]
+        p = [tuple(map(float, m.groups())) for m in p if m]
+        self.assertEqual(len(p), 1, run)
+        rows = [r for r in hists[("usecs", "")] if r[2]]
+        self.assertTrue(rows[0][0] <= p[0][0] <= p[0][1] <= p[0][2] <= p[0][3] <= rows[-1][1], (p, rows))
 
     def test_per_disk_and_flags_milliseconds(self):
         with LoopDev() as dev:

@@ -72,6 +72,8 @@ class RunqlatTest(unittest.TestCase):
             n = sum(b["count"] for b in buckets)
             # 5 ms sleeps: about 190 a second (fewer when the CPUs are busy).
             self.assertTrue(50 <= n <= 260, (n, h))
+            # A latency tool: the estimated percentiles are in the message.
+            self.assertEqual(list(h["percentiles"]["@usecs"]), ["p50", "p90", "p99", "p99.9"], h)
 
     def test_timestamp(self):
         run = run_tool(["runqlat", "-T", "1", "1"], settle=1.5)
