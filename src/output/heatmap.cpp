@@ -90,7 +90,39 @@ double start_of(const HeatSeries& s, double start) {
   return s.times[0] - (step > 0 ? step : 1.0);
 }
 
+// A long run drawn in the SVG's width: `per` consecutive intervals summed
+// into each column (1: a column per interval). `first[c]` is when the first
+// interval of column c was printed; the series' times are each column's
+// last.
+struct Binned {
+  HeatSeries s;
+  std::vector<double> first;
+  size_t per = 1;
+  size_t intervals = 0;  // before binning
+};
+
+Binned binned(const HeatSeries& in, size_t per) {
+  Binned b{.s = in, .first = in.times, .per = per, .intervals = in.columns.size()};
+  if (per <= 1) return b;
+  const size_t n = (in.columns.size() + per - 1) / per;
+  b.s.columns.assign(n, {});
+  b.s.times.clear();
+  b.first.clear();
+  for (size_t c = 0; c < in.columns.size(); ++c) {
+    auto& col = b.s.columns[c / per];
+    const auto& src = in.columns[c];
+    if (col.size() < src.size()) col.resize(src.size(), 0);
+    for (size_t i = 0; i < src.size(); ++i) col[i] += src[i];
+    if (c < in.times.size()) {
+      if (c % per == 0) b.first.push_back(in.times[c]);
+      if (c % per == per - 1 || c + 1 == in.times.size()) b.s.times.push_back(in.times[c]);
+    }
+  }
+  return b;
+}
+
 constexpr size_t kCellChars = 2;  // terminal characters per column
+constexpr size_t kMaxColumns = 500;  // SVG columns, 2 px each at the least
 constexpr int kFont = 12;
 constexpr double kCharWidth = kFont * 0.6;  // monospace advance
 constexpr int kPad = 10;
@@ -99,8 +131,9 @@ void append_rgb(std::string& out, Rgb c) { fmt::format_to(std::back_inserter(out
 
 // One panel: the series' title line, the grid with its row labels, the time
 // axis and the legend; `y` is its top, and moves to the next panel's.
-void append_panel(std::string& out, const HeatSeries& s, const HeatMapOptions& o, int label_chars, int grid_width,
+void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, int label_chars, int grid_width,
                   int cell_w, double& y) {
+  const HeatSeries& s = b.s;
   const auto [lo, hi] = row_range(s);
   const bool empty = lo == SIZE_MAX;
   const size_t rows = empty ? 0 : hi - lo + 1;
@@ -112,14 +145,16 @@ void append_panel(std::string& out, const HeatSeries& s, const HeatMapOptions& o
 
   fmt::format_to(std::back_inserter(out), "<g class=\"panel\" data-name=\"");
   append_xml(out, s.name());
-  fmt::format_to(std::back_inserter(out), "\" data-columns=\"{}\" data-rows=\"{}\">\n", cols, rows);
+  fmt::format_to(std::back_inserter(out), "\" data-columns=\"{}\" data-rows=\"{}\" data-per-column=\"{}\">\n", cols,
+                 rows, b.per);
   out += fmt::format("<text class=\"panel-title\" x=\"{}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">",
                      kPad, y + 16);
   append_xml(out, s.name());
   out += "</text>\n";
-  std::string sub = fmt::format("{} interval{}", cols, cols == 1 ? "" : "s");
+  std::string sub = fmt::format("{} interval{}", b.intervals, b.intervals == 1 ? "" : "s");
+  if (b.per > 1) sub += fmt::format(" ({} a column)", b.per);
   if (!s.times.empty())
-    sub += fmt::format(", {} to {}", clock_text(s.times.front()), clock_text(s.times.back()));
+    sub += fmt::format(", {} to {}", clock_text(b.first.front()), clock_text(s.times.back()));
   sub += empty ? "; no counts" : fmt::format("; largest count in a bucket {}", max);
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">", left, y + 16);
   append_xml(out, sub);
@@ -153,7 +188,12 @@ void append_panel(std::string& out, const HeatSeries& s, const HeatMapOptions& o
       append_xml(out, s.name());
       if (c < s.times.size()) {
         out += "&#10;";
-        append_xml(out, fmt::format("{} ({})", elapsed_text(s.times[c] - start), clock_text(s.times[c])));
+        if (b.per > 1)
+          append_xml(out, fmt::format("{} to {} ({} to {})", elapsed_text(b.first[c] - start),
+                                      elapsed_text(s.times[c] - start), clock_text(b.first[c]),
+                                      clock_text(s.times[c])));
+        else
+          append_xml(out, fmt::format("{} ({})", elapsed_text(s.times[c] - start), clock_text(s.times[c])));
       }
       out += "&#10;";
       append_xml(out, fmt::format("{}: {}", label.range, n));
@@ -175,9 +215,8 @@ void append_panel(std::string& out, const HeatSeries& s, const HeatMapOptions& o
                    "<text class=\"time-label\" x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
                    x, axis_y, axis_y + 4, axis_y + 16, elapsed_text(s.times[c] - start));
   }
-  out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">time since start "
-                     "(one column per interval)</text>\n",
-                     left, axis_y + 32);
+  out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">time since start (one column per {})</text>\n",
+                     left, axis_y + 32, b.per > 1 ? fmt::format("{} intervals", b.per) : "interval");
 
   // The legend, right of the grid: the ramp from 1 (bottom) to the largest count.
   if (!empty) {
@@ -244,7 +283,11 @@ std::string heatmap_svg(const std::vector<HeatSeries>& series, const HeatMapOpti
     for (size_t b = lo; b <= hi; ++b)
       label_chars = std::max(label_chars, static_cast<int>(bucket_label(b, s.kind, s.hist).range.size()));
   }
-  // About 1000 px of grid, a column at least 2 px and at most 40 px wide.
+  // About 1000 px of grid, a column at least 2 px and at most 40 px wide;
+  // a longer run sums as many consecutive intervals into a column as it
+  // takes to fit (3,600 intervals: 8 a column).
+  const size_t per = (cols + kMaxColumns - 1) / kMaxColumns;
+  cols = (cols + per - 1) / per;
   const int cell_w = std::clamp(static_cast<int>(1000 / cols), 2, 40);
   const int grid_width = static_cast<int>(cols) * cell_w;
   const double left = kPad + label_chars * kCharWidth + 8;
@@ -253,7 +296,7 @@ std::string heatmap_svg(const std::vector<HeatSeries>& series, const HeatMapOpti
 
   std::string body;
   double y = 54;
-  for (const auto& s : series) append_panel(body, s, o, label_chars, grid_width, cell_w, y);
+  for (const auto& s : series) append_panel(body, binned(s, per), o, label_chars, grid_width, cell_w, y);
   if (series.empty()) {
     body += fmt::format("<text x=\"{}\" y=\"{:.1f}\">No hist() or lhist() map was printed during the run.</text>\n",
                         kPad, y + 14);

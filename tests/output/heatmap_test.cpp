@@ -101,7 +101,38 @@ TEST(HeatMaps, SvgHasACellPerBucketAndColumnWithItsCount) {
   // The largest count gets the ramp's last colour, a count of 1 its first.
   EXPECT_EQ(it->fill, "rgb(189,0,38)");
   EXPECT_NE(svg.find(">[4, 8)</text>"), std::string::npos);
-  EXPECT_NE(svg.find("data-columns=\"3\" data-rows=\"3\""), std::string::npos);
+  EXPECT_NE(svg.find("data-columns=\"3\" data-rows=\"3\" data-per-column=\"1\""), std::string::npos);
+}
+
+// An hour of one-second intervals fits the width: consecutive intervals
+// are summed into a column, and the tooltips and titles say which.
+TEST(HeatMaps, LongRunsSumIntervalsIntoColumns) {
+  HeatMaps h;
+  for (int i = 0; i < 3600; ++i) h.add(hist_map("@us", {0, 1, static_cast<uint64_t>(i % 2)}), 1000 + i);
+  const std::string svg = heatmap_svg(h.series(), {.start = 999});
+  const auto cells = cells_of(svg);
+  // 8 intervals a column: 450 columns, two rows.
+  ASSERT_EQ(cells.size(), 2u * 450);
+  EXPECT_NE(svg.find("data-columns=\"450\" data-rows=\"2\" data-per-column=\"8\""), std::string::npos);
+  EXPECT_NE(svg.find("3600 intervals (8 a column), "), std::string::npos);
+  EXPECT_NE(svg.find("(one column per 8 intervals)"), std::string::npos);
+  std::map<int, uint64_t> by_row;
+  for (const auto& c : cells) {
+    EXPECT_EQ(c.count, c.row == 1 ? 8u : 4u) << c.col;
+    by_row[c.row] += c.count;
+  }
+  EXPECT_EQ(by_row[1], 3600u);
+  EXPECT_EQ(by_row[2], 1800u);
+  // The second column: intervals 9 to 16 (printed at 1008 to 1015, 9 s to
+  // 16 s after the start).
+  const auto second = std::find_if(cells.begin(), cells.end(), [](const Cell& c) { return c.col == 1; });
+  EXPECT_NE(second->title.find("&#10;9s to 16s ("), std::string::npos) << second->title;
+  EXPECT_LT(svg.size(), 400u * 1024);
+  // A run that fits keeps a column per interval.
+  HeatMaps few;
+  for (int i = 0; i < 500; ++i) few.add(hist_map("@us", {0, 1}), 1000 + i);
+  EXPECT_NE(heatmap_svg(few.series(), {}).find("data-columns=\"500\" data-rows=\"1\" data-per-column=\"1\""),
+            std::string::npos);
 }
 
 TEST(HeatMaps, LhistRowsAndTimeAxisWithoutAStart) {
