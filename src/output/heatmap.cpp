@@ -243,29 +243,32 @@ void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, in
 
 std::string HeatSeries::name() const {
   if (!key) return map;
-  return map + "[" + key_text(*key) + "]";
+  return map + "[" + key_label + "]";
 }
 
 void HeatMaps::add(const MapSnapshot& map, double time) {
   if (!is_histogram(map.kind)) return;
   // A column more for every series of this map, empty until an entry fills it.
-  std::vector<double> times;
-  for (auto& s : series_) {
+  size_t sibling = SIZE_MAX;
+  for (size_t i = 0; i < series_.size(); ++i) {
+    HeatSeries& s = series_[i];
     if (s.map != map.name) continue;
     s.times.push_back(time);
     s.columns.emplace_back();
-    times = s.times;
+    sibling = i;
   }
-  if (times.empty()) times.push_back(time);
   for (const auto& [key, agg] : map.entries) {
-    std::optional<Value> k;
-    if (map.keyed) k = key;
+    const std::string label = map.keyed ? key_text(key) : "";
     auto it = std::find_if(series_.begin(), series_.end(), [&](const HeatSeries& s) {
-      return s.map == map.name && s.key.has_value() == k.has_value() && (!k || key_text(*s.key) == key_text(*k));
+      return s.map == map.name && s.key.has_value() == map.keyed && s.key_label == label;
     });
     if (it == series_.end()) {
-      HeatSeries s{.map = map.name, .key = k, .kind = map.kind, .hist = map.hist, .times = times};
-      s.columns.resize(times.size());
+      // A series that starts late has the same columns, empty before.
+      HeatSeries s{.map = map.name, .kind = map.kind, .hist = map.hist};
+      if (map.keyed) s.key = key;
+      s.key_label = label;
+      s.times = sibling == SIZE_MAX ? std::vector<double>{time} : series_[sibling].times;
+      s.columns.resize(s.times.size());
       series_.push_back(std::move(s));
       it = series_.end() - 1;
     }

@@ -272,6 +272,7 @@ StackLayout stack_layout(GraphKind kind);
 struct HeatSeries {
   std::string map;           // "@usecs"
   std::optional<Value> key;  // a keyed map's entry key
+  std::string key_label;     // its text ("" for none), which finds the series again
   AggKind kind = AggKind::Hist;  // Hist or LHist
   HistParams hist;
   std::vector<double> times;                   // per column: when printed, seconds since the epoch

@@ -11,6 +11,15 @@ from stacks import stacks, with_frame
 from toolrun import Process, mount_tracefs, run_tool
 
 
+# Under load (a compiler build beside the test), the kernel's sched_switch
+# tracepoint now and then shows no switch-in for a thread woken from a
+# sleep: the sleep's off-CPU time is never completed, in bpfscope's
+# offcputime and in a plain count of switch-ins alike, and in bpftrace 0.17's
+# (`tracepoint:sched:sched_switch`, switch-ins 10 against 11 switch-outs, 1
+# run in 25). No firing is reported missed. So 9 of 10 sleeps are enough.
+ONE_SLEEP_MAY_BE_MISSED = 0.9
+
+
 class ProfileTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -108,8 +117,9 @@ class OffcputimeTest(unittest.TestCase):
         self.assertIn("do_nanosleep", frames)
         self.assertEqual(frames[frames.index("cpu_sleep") + 1], "main", frames)
         # 10 sleeps of 20 ms, each a little longer (timer slack, wakeup, and
-        # the wait for a CPU on a busy machine).
-        self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
+        # the wait for a CPU on a busy machine); one may be missing, see
+        # ONE_SLEEP_MAY_BE_MISSED.
+        self.assertTrue(ONE_SLEEP_MAY_BE_MISSED * 200000 <= us <= 10 * 40000, (us, run))
         reader = with_frame(parsed, "cpu_pipe_wait", w.pid)
         self.assertTrue(reader and all("anon_pipe_read" in s[0] or "pipe_read" in s[0] for s in reader), run)
         # Each read waits out most of the waker's 15 ms nap: the nap starts at
@@ -141,7 +151,7 @@ class OffcputimeTest(unittest.TestCase):
         self.assertEqual(len(sleep), 1, run)
         self.assertRegex(sleep[0], r"^cpu_work;.*;cpu_sleep;.*do_nanosleep_\[k\];.*\d+$")
         us = int(sleep[0].rsplit(" ", 1)[1])
-        self.assertTrue(200000 <= us <= 10 * 40000, (us, run))
+        self.assertTrue(ONE_SLEEP_MAY_BE_MISSED * 200000 <= us <= 10 * 40000, (us, run))
 
     def test_same_numbers_as_libbpf_tools(self):
         if not os.path.exists("/usr/sbin/offcputime"):
