@@ -111,7 +111,7 @@ StackSet map_stacks(const MapSnapshot& map, StackLayout layout) {
         break;
       }
     }
-    s.count = (map.kind == AggKind::Avg ? average(agg, map.value_signed) : agg.value).as_i64();
+    s.count = entry_number(map, agg).as_i64();
     set.stacks.push_back(std::move(s));
   }
   return set;

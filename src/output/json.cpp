@@ -128,9 +128,8 @@ std::string aggregate_json(const MapSnapshot& map, const Aggregate& a, uint64_t 
     case AggKind::Sum:
     case AggKind::Min:
     case AggKind::Max:
-      return json_value(divide(a.value, div));
     case AggKind::Avg:
-      return json_value(divide(average(a, map.value_signed), div));
+      return json_value(divide(entry_number(map, a), div));
     case AggKind::Stats:
       return fmt::format("{{\"count\": {}, \"average\": {}, \"total\": {}}}",
                          json_value(stat_number(a.count, map.value_signed)),

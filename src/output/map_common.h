@@ -23,6 +23,10 @@ Value average(const Aggregate& a, bool is_signed);
 // A stats count or total as a signed or unsigned value.
 Value stat_number(int64_t n, bool is_signed);
 
+// The number one entry of a count, sum, min, max, avg or plain map shows: its
+// value, or an avg()'s truncated mean.
+Value entry_number(const MapSnapshot& map, const Aggregate& a);
+
 // Ascending order per REFERENCE 4.3 (stable: ties keep the snapshot's order).
 void sort_entries(const MapSnapshot& map, std::vector<std::pair<Value, Aggregate>>& entries);
 

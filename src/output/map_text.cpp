@@ -70,6 +70,10 @@ Value stat_number(int64_t n, bool is_signed) {
   return is_signed ? Value::of_int(n) : Value::of_uint(static_cast<uint64_t>(n));
 }
 
+Value entry_number(const MapSnapshot& map, const Aggregate& a) {
+  return map.kind == AggKind::Avg ? average(a, map.value_signed) : a.value;
+}
+
 namespace {
 
 // Key order (REFERENCE 4.3): integers signed (bpftrace sorts every 8-byte
@@ -197,9 +201,8 @@ std::string value_text(const MapSnapshot& map, const Aggregate& a, uint64_t div)
     case AggKind::Sum:
     case AggKind::Min:
     case AggKind::Max:
-      return to_text(divide(a.value, div));
     case AggKind::Avg:
-      return to_text(divide(average(a, map.value_signed), div));
+      return to_text(divide(entry_number(map, a), div));
     case AggKind::Stats:
       // div applies to the average only (0.26).
       return fmt::format("{{ .count = {}, .average = {}, .total = {} }}",
@@ -310,8 +313,8 @@ std::string hist_notes_text(const MapSnapshot& hist, const std::vector<const Map
       const auto it = std::find_if(n->entries.begin(), n->entries.end(),
                                    [&](const Entry& e) { return !hist.keyed || key_text(e.first) == text; });
       if (it == n->entries.end()) continue;
-      const Value v = n->kind == AggKind::Avg ? average(it->second, n->value_signed) : it->second.value;
-      label += fmt::format("{}[{} {}]", label.empty() ? "" : " ", n->name.substr(1), to_text(v));
+      label += fmt::format("{}[{} {}]", label.empty() ? "" : " ", n->name.substr(1),
+                           to_text(entry_number(*n, it->second)));
     }
     out += bcc_hist_entry(hist, label.empty() ? std::nullopt : std::optional(label), agg, percentiles);
   }

@@ -13,13 +13,6 @@ namespace bpfscope::output {
 
 namespace {
 
-// The value a table shows for one map entry: the number itself, or an
-// average's truncated mean.
-Value entry_number(const MapSnapshot& map, const Aggregate& a) {
-  if (map.kind == AggKind::Avg) return average(a, map.value_signed);
-  return a.value;
-}
-
 Value divided(const Value& v, const TableDivisor& d) {
   if (d.by == 0) return v;
   if (d.is_float) return Value::of_float(v.as_double() / d.by);
