@@ -467,7 +467,6 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.flamegraph.kind = tool.graph.value_or(output::GraphKind::Cpu);
   cli.run.flamegraph.unit = tool.graph_unit;
   cli.run.tool_graph = tool.graph.has_value();
-  if (tool.graph == output::GraphKind::OffWake) cli.run.stack_layout = output::StackLayout::OffWake;
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;

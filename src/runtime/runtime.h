@@ -33,14 +33,13 @@ struct Options {
   // -f folded: maps keyed by stacks print as folded stacks on the output;
   // all other output goes to stderr as text, so the output is folded only.
   bool folded = false;
-  // How a key of stacks becomes one stack, for -f folded and the flame graph
-  // (a tool's "// flamegraph: offwake" header picks OffWake).
-  output::StackLayout stack_layout = output::StackLayout::Plain;
   // --flamegraph FILE.svg: at exit the maps keyed by stacks are drawn there
   // (with several such maps, each under a frame named after it) instead of
   // printed; the rest of the output is unchanged. An empty unit is picked
   // from the maps: "samples" for count() maps.
   std::string flamegraph_file;
+  // Its kind also lays out a key of stacks for -f folded and the graph
+  // (output::stack_layout: offwake keys are two halves).
   output::FlameGraphOptions flamegraph{.unit = ""};
   // A tool's "// flamegraph:" header set flamegraph's kind and unit. With
   // -f json its maps keyed by stacks then say them ("graph", "unit"), so

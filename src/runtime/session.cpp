@@ -667,7 +667,7 @@ class Session {
   // at exit by --flamegraph, which text output does not print.
   void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div, double time = 0, bool drawn = false) {
     if (o_.folded && output::is_foldable(snap)) {
-      const std::string text = output::folded_text(snap, o_.stack_layout);
+      const std::string text = output::folded_text(snap, output::stack_layout(o_.flamegraph.kind));
       fwrite(text.data(), 1, text.size(), out_);
       return;
     }
@@ -1024,7 +1024,7 @@ class Session {
     output::FlameGraphOptions go = o_.flamegraph;
     bool counts = true;  // every map a count(): "samples", as FlameGraph says
     for (const auto& snap : graph_maps_) {
-      output::StackSet set = output::map_stacks(snap, o_.stack_layout);
+      output::StackSet set = output::map_stacks(snap, output::stack_layout(o_.flamegraph.kind));
       all.user_and_kernel |= set.user_and_kernel;
       counts &= snap.kind == output::AggKind::Count;
       for (auto& s : set.stacks) {
