@@ -66,7 +66,9 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
     }
     case sema::Function::Clear:
     case sema::Function::Zero:
-    case sema::Function::Time: send(p_.action_of[id], {}); return Val{.type = t};
+    case sema::Function::Time:
+      if (!p_.actions[p_.action_of[id]].folded) send(p_.action_of[id], {});  // a folded clear: its print took the entries
+      return Val{.type = t};
     case sema::Function::Delete: {
       VregId key;
       ExprId map_expr = e.args[0];

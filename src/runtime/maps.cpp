@@ -168,22 +168,41 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
   return a;
 }
 
+
+// The keys present now, in the map's order. A key that a probe deletes
+// while the walk stands on it restarts the walk from the first key: the
+// walk goes on past the keys it has seen, 8 walks of the map at most. Entries
+// that probes add meanwhile may be missed, left for next time (deleting
+// until the map is empty never ends when the probes count the bpf() calls
+// of this very loop, as syscount does).
+std::vector<std::vector<uint8_t>> present_keys(int fd, uint32_t key_size) {
+  constexpr size_t kMaxWalks = 8;
+  std::vector<std::vector<uint8_t>> keys;
+  std::set<std::vector<uint8_t>> seen;
+  std::vector<uint8_t> prev, next(key_size);
+  size_t steps = 0;
+  while (bpf_map_get_next_key(fd, prev.empty() ? nullptr : prev.data(), next.data()) == 0) {
+    if (seen.insert(next).second) keys.push_back(next);
+    if (++steps > kMaxWalks * (keys.size() + 1)) break;  // restarted again and again
+    prev = next;
+  }
+  return keys;
+}
+
 }  // namespace
 
-output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Resolver* resolver) {
+output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Resolver* resolver, Read mode) {
   output::MapSnapshot snap;
   snap.name = m.name;
   snap.kind = m.agg;
   snap.keyed = m.keyed;
   snap.value_signed = m.value.is_signed;
   snap.hist = m.hist;
-  std::vector<uint8_t> key(m.key_size), next(m.key_size);
   std::vector<uint8_t> value(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
-  void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
-    key = next;
-    prev = key.data();
-    if (bpf_map_lookup_elem(fd, key.data(), value.data()) != 0) continue;
+  for (const auto& key : present_keys(fd, m.key_size)) {
+    const int err = mode == Read::Take ? bpf_map_lookup_and_delete_elem(fd, key.data(), value.data())
+                                       : bpf_map_lookup_elem(fd, key.data(), value.data());
+    if (err != 0) continue;  // deleted by a probe meanwhile
     output::Value k = m.keyed ? decode(m.key, key.data(), resolver) : output::Value{};
     snap.entries.emplace_back(std::move(k), aggregate(m, value, ncpus, resolver));
   }
@@ -191,32 +210,12 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
 }
 
 void clear_map(int fd, uint32_t key_size) {
-  // The keys present now, then their deletion: entries that probes add
-  // meanwhile stay (deleting until the map is empty never ends when the
-  // probes count the bpf() calls of this very loop, as syscount does).
-  // A walk that meets a key again restarted (its previous key was deleted
-  // by a probe meanwhile): it has seen every key.
-  std::set<std::vector<uint8_t>> keys;
-  std::vector<uint8_t> key(key_size), next(key_size);
-  void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, next.data()) == 0 && keys.insert(next).second) {
-    key = next;
-    prev = key.data();
-  }
-  for (auto& k : keys) bpf_map_delete_elem(fd, k.data());
+  for (const auto& k : present_keys(fd, key_size)) bpf_map_delete_elem(fd, k.data());
 }
 
 void zero_map(const sema::MapInfo& m, int fd, int ncpus) {
-  std::vector<uint8_t> key(m.key_size), next(m.key_size);
   std::vector<uint8_t> zeros(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
-  std::vector<std::vector<uint8_t>> keys;
-  void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
-    keys.push_back(next);
-    key = next;
-    prev = key.data();
-  }
-  for (auto& k : keys) bpf_map_update_elem(fd, k.data(), zeros.data(), BPF_EXIST);
+  for (const auto& k : present_keys(fd, m.key_size)) bpf_map_update_elem(fd, k.data(), zeros.data(), BPF_EXIST);
 }
 
 }  // namespace bpfscope::runtime

@@ -37,8 +37,14 @@ class Resolver {
 // Decodes a value of type t stored at p (the layout of sema/types.h).
 output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* resolver = nullptr);
 
-// Reads every entry of a map, summing per-CPU values.
-output::MapSnapshot read_map(const sema::MapInfo& info, int fd, int ncpus, const Resolver* resolver = nullptr);
+// How read_map treats the entries it reads.
+enum class Read { Keep, Take };
+
+// Reads every entry of a map, summing per-CPU values. Read::Take deletes
+// each entry in the same step as it reads it (print(@m); clear(@m)), so
+// that an event counted after the read lands in a new entry.
+output::MapSnapshot read_map(const sema::MapInfo& info, int fd, int ncpus, const Resolver* resolver = nullptr,
+                             Read mode = Read::Keep);
 
 // clear(): deletes every key. zero(): sets every value to zero.
 void clear_map(int fd, uint32_t key_size);

@@ -32,6 +32,11 @@
 namespace bpfscope::runtime {
 namespace {
 
+// How a print reads map `m`: taking its entries when a clear() follows.
+Read read_mode(const sema::Action& a, int32_t m) {
+  return std::find(a.taken.begin(), a.taken.end(), m) != a.taken.end() ? Read::Take : Read::Keep;
+}
+
 bpf_prog_type prog_type(sema::ProbeKind k) {
   switch (k) {
     case sema::ProbeKind::Begin:
@@ -787,7 +792,7 @@ class Session {
       case sema::ActionKind::Print: {
         if (a.map < 0) break;
         const auto& m = p_.maps[a.map];
-        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get());
+        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get(), read_mode(a, a.map));
         if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         const double now = wall_seconds();
         if (!o_.heatmap_file.empty() && output::is_histogram(snap.kind)) {
@@ -801,10 +806,17 @@ class Session {
         break;
       }
       case sema::ActionKind::Table: {
-        std::vector<output::MapSnapshot> snaps;
-        for (int32_t i : a.table_maps) snaps.push_back(read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get()));
+        // Each map read once, however many columns show it (a map taken
+        // by the read is empty the second time).
+        std::map<int32_t, output::MapSnapshot> snaps;
+        auto snapshot = [&](int32_t i) -> const output::MapSnapshot* {
+          auto it = snaps.find(i);
+          if (it == snaps.end())
+            it = snaps.emplace(i, read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get(), read_mode(a, i))).first;
+          return &it->second;
+        };
         std::vector<const output::MapSnapshot*> maps;
-        for (const auto& s : snaps) maps.push_back(&s);
+        for (int32_t i : a.table_maps) maps.push_back(snapshot(i));
         if (a.table_hist) {
           const std::vector<const output::MapSnapshot*> notes(maps.begin() + 1, maps.end());
           if (o_.json) {
@@ -814,10 +826,8 @@ class Session {
           }
           break;
         }
-        std::optional<output::MapSnapshot> order_by;
-        if (a.table_sort_map >= 0)
-          order_by = read_map(p_.maps[a.table_sort_map], map_fds_[a.table_sort_map].get(), ncpus_, names_.get());
-        auto table = output::join_maps(maps, a.table_divisors, args[0].u, order_by ? &*order_by : nullptr);
+        const output::MapSnapshot* order_by = a.table_sort_map >= 0 ? snapshot(a.table_sort_map) : nullptr;
+        auto table = output::join_maps(maps, a.table_divisors, args[0].u, order_by);
         output::order_columns(table, a.printf_format);
         const std::string text = output::table_text(table, a.arg_names, a.printf_format);
         emit_out(o_.json ? output::json_table(table, a.arg_names, text) : text);

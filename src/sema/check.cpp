@@ -74,10 +74,79 @@ void Checker::error(lang::Loc loc, std::string msg) {
   if (final_) diags_.error(loc, std::move(msg));
 }
 
+static void maps_in_expr(const lang::Program& program, ExprId id, std::set<std::string>& out);
+
 void Checker::block(const std::vector<StmtId>& body) {
   scopes_.emplace_back();
   for (StmtId s : body) stmt(s);
   scopes_.pop_back();
+  fold_print_clear(body);
+}
+
+// print(@m) and a clear(@m) after it in the same block, with only output
+// between them (biotop's interval: the table, a newline, then clear() of
+// its maps): the print takes the entries (Action::taken) and the clear is
+// folded. Macros, plain blocks and the branch that a known condition takes
+// (if (getopt("milliseconds")) { print(@msecs); } ...) count as the block's
+// own statements. Anything else between them (a map written, exit(), a
+// branch decided at run time) keeps the two apart.
+void Checker::fold_print_clear(const std::vector<StmtId>& body) {
+  std::vector<StmtId> flat;  // kNone: a statement that keeps prints and clears apart
+  const auto flatten = [&](const auto& self, const std::vector<StmtId>& stmts) -> void {
+    for (StmtId sid : stmts) {
+      const Stmt& s = ast_.stmt(sid);
+      if (s.kind == StmtKind::Block) {
+        self(self, s.body);
+      } else if (auto known = out_.known_if.find(sid); s.kind == StmtKind::If && known != out_.known_if.end()) {
+        self(self, known->second ? s.body : s.else_body);
+      } else if (s.kind == StmtKind::Expr && ast_.expr(s.expr).kind == ExprKind::Block) {
+        self(self, ast_.expr(s.expr).body);
+        if (!ast_.expr(s.expr).args.empty()) flat.push_back(kNone);
+      } else {
+        flat.push_back(sid);
+      }
+    }
+  };
+  flatten(flatten, body);
+  std::map<int32_t, int32_t> printed;  // map -> the action of the print that read it last
+  for (StmtId sid : flat) {
+    const Stmt* s = sid == kNone ? nullptr : &ast_.stmt(sid);
+    const int32_t act = s && s->kind == StmtKind::Expr && ast_.expr(s->expr).kind == ExprKind::Call ? out_.action_of[s->expr] : -1;
+    if (act < 0) {
+      printed.clear();
+      continue;
+    }
+    Action& a = out_.actions[act];
+    switch (a.kind) {
+      case ActionKind::Print:
+        if (a.map >= 0) printed[a.map] = act;
+        break;
+      case ActionKind::Table:
+        for (int32_t m : a.table_maps) printed[m] = act;
+        if (a.table_sort_map >= 0) printed[a.table_sort_map] = act;
+        break;
+      case ActionKind::Clear:
+        if (auto it = printed.find(a.map); it != printed.end()) {
+          auto& taken = out_.actions[it->second].taken;
+          if (std::find(taken.begin(), taken.end(), a.map) == taken.end()) taken.push_back(a.map);
+          a.folded = true;
+          printed.erase(it);
+        }
+        break;
+      case ActionKind::Zero: printed.erase(a.map); break;
+      case ActionKind::Printf:
+      case ActionKind::PrintValue:
+      case ActionKind::Time:
+      case ActionKind::Join:
+      case ActionKind::Cat: {
+        std::set<std::string> named;
+        maps_in_expr(ast_, s->expr, named);
+        if (!named.empty()) printed.clear();
+        break;
+      }
+      default: printed.clear(); break;
+    }
+  }
 }
 
 int32_t Checker::find_var(const std::string& name) {
@@ -1203,7 +1272,10 @@ std::string unit_name(const std::string& target) {
 void compute_layouts(TypedProgram& p) {
   for (auto& m : p.maps) {
     m.key_size = m.keyed ? std::max<uint32_t>(m.key.mem_size(), 8) : 8;
-    m.max_entries = m.keyed ? p.config.max_map_keys : 1;
+    // A map without keys holds one entry; the second is room for a probe to
+    // add it again while user space is still freeing the one it took
+    // (print(@c); clear(@c)), where one entry would be "map full".
+    m.max_entries = m.keyed ? p.config.max_map_keys : 2;
     switch (m.agg) {
       case output::AggKind::Plain:
         m.value_size = std::max<uint32_t>(m.value.mem_size(), 8);

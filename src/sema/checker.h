@@ -64,6 +64,7 @@ class Checker {
   bool valid_condition(const Type& c) const { return c.is_int() || (c.kind == TypeKind::None && diags_.has_errors()); }
 
   void block(const std::vector<StmtId>& body);
+  void fold_print_clear(const std::vector<StmtId>& body);
 
   int32_t find_var(const std::string& name);
 

@@ -62,6 +62,8 @@ std::string dump(const TypedProgram& p) {
       for (char c : a.format) f += c == '\n' ? std::string("\\n") : std::string(1, c);
       out += fmt::format(", format \"{}\"", f);
     }
+    for (int32_t m : a.taken) out += ", takes " + p.maps[m].name;
+    if (a.folded) out += ", folded into the print before it";
     out += "\n";
   }
   for (size_t i = 0; i < p.var_types.size(); ++i) out += fmt::format("var {}: {}\n", i, p.var_types[i].name());

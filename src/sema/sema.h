@@ -132,6 +132,13 @@ struct Action {
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
   uint32_t record_size = 8;         // id included
   int32_t map = -1;                 // Print, Clear, Zero: index into maps
+  // Print and Table: the maps that a clear() right after the print empties
+  // (print(@m); clear(@m)). User space deletes each of their entries as it
+  // reads it, so an event counted meanwhile lands in a new entry, printed
+  // next time, instead of being deleted unread. Such a clear() is `folded`:
+  // it sends nothing.
+  std::vector<int32_t> taken;
+  bool folded = false;
   // Table (print((@a, @b / 1024), rows, "FORMAT", "NAMES"), a bpfscope
   // extension): the joined maps, each one's divisor; the row format is
   // printf_format and the column names arg_names.

@@ -704,5 +704,60 @@ TEST(Sema, InListAndConstantStrings) {
   });
 }
 
+// "print:@a,@b" for a print that takes @a and @b, "clear:@a" for a clear
+// that sends a record, "folded" for one that does not, ' '-separated in
+// action order (prints, tables and clears only).
+std::string describe_takes(const TypedProgram& p) {
+  std::string s;
+  auto name = [&](int32_t m) { return m >= 0 ? p.maps[m].name : std::string("?"); };
+  for (const auto& a : p.actions) {
+    std::string d;
+    if (a.kind == ActionKind::Print || a.kind == ActionKind::Table) {
+      d = "print:";
+      for (size_t i = 0; i < a.taken.size(); ++i) d += (i ? "," : "") + name(a.taken[i]);
+    } else if (a.kind == ActionKind::Clear) {
+      d = a.folded ? "folded" : "clear:" + name(a.map);
+    } else {
+      continue;
+    }
+    s += (s.empty() ? "" : " ") + d;
+  }
+  return s;
+}
+
+TEST(Sema, ClearAfterPrintIsFoldedIntoIt) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"interval:s:1 { print(@a); clear(@a); } BEGIN { @a = count(); }", "print:@a folded"},
+      // Output between them, other maps printed and cleared in any order.
+      {"interval:s:1 { print(@a); print(@b); printf(\"\\n\"); time(); clear(@b); clear(@a); } BEGIN { @a = count(); @b[1] = sum(2); }",
+       "print:@a print:@b folded folded"},
+      // A table takes its columns and the map that orders its rows.
+      {"interval:s:1 { print((@a, @b), 5, \"%d %d %d\", \"K A B\", @r); clear(@a); clear(@r); clear(@b); }"
+       " BEGIN { @a[1] = count(); @b[1] = sum(2); @r[1] = count(); }",
+       "print:@a,@r,@b folded folded folded"},
+      // Macros, plain blocks and branches of known conditions are the
+      // block's own statements (runqlat's print_hists, qdisclat's -m).
+      {"macro show(@m) { print(@m); clear(@m); } interval:s:1 { show(@a); } BEGIN { @a = count(); }", "print:@a folded"},
+      {"interval:s:1 { if (getopt(\"ms\")) { print(@b); } else { { print(@a); } } clear(@a); } BEGIN { @a = count(); @b = count(); }",
+       "print:@a folded"},
+      // The last print of a map before the clear takes it.
+      {"interval:s:1 { print(@a); print(@a); clear(@a); } BEGIN { @a = count(); }", "print: print:@a folded"},
+      // Not folded: a map written, a printf that reads a map, a branch, a
+      // zero(), exit() or a clear in another block between them.
+      {"interval:s:1 { print(@a); @a = count(); clear(@a); }", "print: clear:@a"},
+      {"interval:s:1 { print(@a); printf(\"%d\\n\", @b); clear(@a); } BEGIN { @a = count(); @b = 1; }", "print: clear:@a"},
+      {"interval:s:1 { print(@a); if (pid) { clear(@a); } } BEGIN { @a = count(); }", "print: clear:@a"},
+      {"interval:s:1 { print(@a); zero(@a); clear(@a); } BEGIN { @a = count(); }", "print: clear:@a"},
+      {"interval:s:1 { print(@a); exit(); clear(@a); } BEGIN { @a = count(); }", "print: clear:@a"},
+      {"interval:s:1 { clear(@a); print(@a); } BEGIN { @a = count(); }", "clear:@a print:"},
+  };
+  for (const auto& [text, takes] : cases) {
+    SCOPED_TRACE(text);
+    auto a = analyse_text(text);
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    EXPECT_EQ(describe_takes(*a.typed), takes);
+  }
+}
+
 }  // namespace
 }  // namespace bpfscope::sema

@@ -79,11 +79,15 @@ class GethostlatencyTest(unittest.TestCase):
         theirs = twin.finish()
         ours = [l.split() for l in run.lines[1:]]
         twins = [l.split() for l in theirs.lines[1:] if l.split()[1:2] == [str(actor.pid)]]
-        # The same calls (pid, comm, host), in the same order; latencies agree within 1 ms.
+        # The same calls (pid, comm, host), in the same order; latencies agree
+        # within 5 ms. Each tracer times a call in its own uprobe handlers,
+        # which the kernel runs one after the other in the traced thread, and
+        # that thread can be preempted between them: a loaded CI machine once
+        # put 2 ms between the twin's timestamp and ours.
         self.assertEqual([r[1:3] + r[4:] for r in ours], [r[1:3] + r[4:] for r in twins], (run, theirs))
         self.assertEqual(len(ours), 5)
         for a, b in zip(ours, twins):
-            self.assertLess(abs(float(a[3]) - float(b[3])), 1.0, (a, b))
+            self.assertLess(abs(float(a[3]) - float(b[3])), 5.0, (a, b))
 
 
 if __name__ == "__main__":
