@@ -513,7 +513,7 @@ bool write_picture(const std::string& path, std::string_view svg) {
 
 // What a recording is drawn into besides its text.
 struct RecordingSinks {
-  output::StackSet* stacks = nullptr;  // --flamegraph: the maps keyed by stacks
+  std::vector<output::MapSnapshot>* stack_maps = nullptr;  // --flamegraph: the maps keyed by stacks
   // --heatmap: the hist() and lhist() maps printed before the exit-time
   // maps, each at its message's "time" (a recording without times: one
   // second apart); with heat_replaces_text (--heatmap -) they are not
@@ -554,11 +554,7 @@ int render_recording(std::string_view text, const std::string& name, const outpu
       sinks.graph = r->graph;
       sinks.unit = r->unit;
     }
-    if (sinks.stacks && r->map && output::is_foldable(*r->map)) {
-      output::StackSet s = output::map_stacks(*r->map, output::stack_layout(r->graph.value_or(output::GraphKind::Cpu)));
-      sinks.stacks->user_and_kernel |= s.user_and_kernel;
-      for (auto& st : s.stacks) sinks.stacks->stacks.push_back(std::move(st));
-    }
+    if (sinks.stack_maps && r->map && output::is_foldable(*r->map)) sinks.stack_maps->push_back(*r->map);
     if (sinks.heat && r->map && !after_exit && output::is_histogram(r->map->kind)) {
       sinks.heat->add(*r->map, r->time ? *r->time : static_cast<double>(++columns));
       if (sinks.heat_replaces_text) r->out.clear();
@@ -602,7 +598,8 @@ int render(int argc, char** argv) {
       "  --kind   colours: cpu (warm; frames ending _[k] are kernel frames), offcpu (blues), offwake\n"
       "           (blues below a -- frame, the waker's purples above it); default: as a tool's\n"
       "           recording says (profile cpu, offcputime offcpu...), else cpu\n"
-      "  --unit   what the counts are (default: as a tool's recording says, else samples)\n"
+      "  --unit   what the counts are (default: as a tool's recording says, else samples when\n"
+      "           every map is a count(), else none; folded stacks: samples)\n"
       "  --minwidth  leave out frames narrower than PX pixels (default 0.5), and say how many\n";
   std::string graph_path, text_path, heat_path;
   output::FlameGraphOptions go;
@@ -670,7 +667,6 @@ int render(int argc, char** argv) {
   }
   const size_t first = text.find_first_not_of(" \t\r\n");
   const bool recording = first != std::string::npos && text[first] == '{';
-  output::StackSet set;
   if (recording) {
     FILE* out = stdout;
     if (!text_path.empty() && !(out = fopen(text_path.c_str(), "w"))) {
@@ -678,13 +674,14 @@ int render(int argc, char** argv) {
       return 1;
     }
     output::HeatMaps heat;
-    RecordingSinks sinks{.stacks = graph_path.empty() ? nullptr : &set,
+    std::vector<output::MapSnapshot> stack_maps;
+    RecordingSinks sinks{.stack_maps = graph_path.empty() ? nullptr : &stack_maps,
                          .heat = heat_path.empty() ? nullptr : &heat,
                          .heat_replaces_text = heat_path == "-"};
     int rc = render_recording(text, name, ro, out, sinks);
     ho.start = sinks.start;
     if (sinks.graph && !kind_given) go.kind = *sinks.graph;
-    if (!sinks.unit.empty() && !unit_given) go.unit = sinks.unit;
+    if (!unit_given) go.unit = sinks.unit;  // "": samples if the maps are counts, as the live graph
     if (!rc && heat_path == "-") {
       const std::string t = output::heatmap_terminal(heat.series(), ho, runtime::terminal_width(out));
       fwrite(t.data(), 1, t.size(), out);
@@ -697,23 +694,23 @@ int render(int argc, char** argv) {
       if (!write_picture(heat_path, output::heatmap_svg(heat.series(), ho))) rc = 1;
     }
     if (rc || graph_path.empty()) return rc;
-  } else {
-    if (!heat_path.empty()) {
-      fmt::print(stderr, "ERROR: render: --heatmap draws a recording's histograms; {} holds folded stacks\n", name);
-      return 1;
-    }
-    if (graph_path.empty()) {
-      fmt::print(stderr, "ERROR: render: nothing to do: give --flamegraph OUT.svg (the input holds folded stacks)\n{}", usage);
-      return 1;
-    }
-    auto folded = output::read_folded(text, name);
-    if (!folded) {
-      fmt::print(stderr, "{}\n", folded.error());
-      return 1;
-    }
-    set = std::move(*folded);
+    const auto layout = output::stack_layout(sinks.graph.value_or(output::GraphKind::Cpu));
+    return write_picture(graph_path, output::maps_flamegraph(stack_maps, layout, go).svg) ? 0 : 1;
   }
-  return write_picture(graph_path, output::flamegraph_svg(set, go).svg) ? 0 : 1;
+  if (!heat_path.empty()) {
+    fmt::print(stderr, "ERROR: render: --heatmap draws a recording's histograms; {} holds folded stacks\n", name);
+    return 1;
+  }
+  if (graph_path.empty()) {
+    fmt::print(stderr, "ERROR: render: nothing to do: give --flamegraph OUT.svg (the input holds folded stacks)\n{}", usage);
+    return 1;
+  }
+  auto folded = output::read_folded(text, name);
+  if (!folded) {
+    fmt::print(stderr, "{}\n", folded.error());
+    return 1;
+  }
+  return write_picture(graph_path, output::flamegraph_svg(*folded, go).svg) ? 0 : 1;
 }
 
 }  // namespace

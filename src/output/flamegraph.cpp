@@ -523,4 +523,24 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& o) {
   return out;
 }
 
+FlameGraph maps_flamegraph(const std::vector<MapSnapshot>& maps, StackLayout layout, FlameGraphOptions options) {
+  StackSet all;
+  std::vector<std::string_view> names;
+  bool counts = true;
+  for (const auto& m : maps) {
+    if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+    counts &= m.kind == AggKind::Count;
+  }
+  for (const auto& m : maps) {
+    StackSet set = map_stacks(m, layout);
+    all.user_and_kernel |= set.user_and_kernel;
+    for (auto& s : set.stacks) {
+      if (names.size() > 1) s.frames.insert(s.frames.begin(), Frame{m.name, FrameKind::Other});
+      all.stacks.push_back(std::move(s));
+    }
+  }
+  if (options.unit.empty() && counts) options.unit = "samples";
+  return flamegraph_svg(all, options);
+}
+
 }  // namespace bpfscope::output

@@ -258,6 +258,11 @@ struct FlameGraph {
   int64_t total = 0;         // the root's count
 };
 FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& options);
+// The flame graph of a run's maps keyed by stacks (--flamegraph at exit, and
+// render of its recording): with several maps, each one's stacks stand on a
+// frame naming it; when options.unit is "", the counts are "samples" if
+// every map is a count(), else they have no unit.
+FlameGraph maps_flamegraph(const std::vector<MapSnapshot>& maps, StackLayout layout, FlameGraphOptions options);
 
 // "cpu", "offcpu", "offwake" (a tool's "// flamegraph: KIND UNIT" header).
 std::optional<GraphKind> graph_kind(std::string_view name);

@@ -1030,20 +1030,8 @@ class Session {
 
   // The flame graph of the maps keyed by stacks, at exit.
   int write_flamegraph() {
-    output::StackSet all;
-    output::FlameGraphOptions go = o_.flamegraph;
-    bool counts = true;  // every map a count(): "samples", as FlameGraph says
-    for (const auto& snap : graph_maps_) {
-      output::StackSet set = output::map_stacks(snap, output::stack_layout(o_.flamegraph.kind));
-      all.user_and_kernel |= set.user_and_kernel;
-      counts &= snap.kind == output::AggKind::Count;
-      for (auto& s : set.stacks) {
-        if (graph_maps_.size() > 1) s.frames.insert(s.frames.begin(), output::Frame{snap.name, output::FrameKind::Other});
-        all.stacks.push_back(std::move(s));
-      }
-    }
-    if (go.unit.empty() && counts) go.unit = "samples";
-    const output::FlameGraph g = output::flamegraph_svg(all, go);
+    const output::FlameGraph g =
+        output::maps_flamegraph(graph_maps_, output::stack_layout(o_.flamegraph.kind), o_.flamegraph);
     if (g.total == 0)
       fmt::print(stderr, "WARNING: --flamegraph: no map keyed by stacks (kstack, ustack) had samples at exit; {} "
                  "shows an empty graph\n", o_.flamegraph_file);

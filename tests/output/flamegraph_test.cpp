@@ -302,5 +302,31 @@ TEST(FlameGraph, TotalsNeverOverflow) {
   EXPECT_EQ(frames_of(g.svg).size(), 2u);
 }
 
+TEST(FlameGraph, MapsStandOnTheirNamesAndCountsAreSamples) {
+  const auto stack = [](std::vector<std::string> f) { return Value::of_stack(Value::StackOf::User, "", std::move(f)); };
+  const MapSnapshot a = keyed("@", AggKind::Count, {{stack({"leaf", "main"}), val(I(3))}});
+  const MapSnapshot b = keyed("@b", AggKind::Count, {{stack({"leaf", "main"}), val(I(1))}});
+  const MapSnapshot w = keyed("@w", AggKind::Sum, {{stack({"leaf", "main"}), val(I(4))}});
+  FlameGraphOptions o;
+  o.unit = "";
+  // One map (printed twice, as a recording of interval prints holds it):
+  // no frame naming it; counts are samples.
+  auto fs = frames_of(maps_flamegraph({a, a}, StackLayout::Plain, o).svg);
+  ASSERT_EQ(fs.size(), 3u);
+  EXPECT_EQ(fs[0].title, "all (6 samples, 100.00%)");
+  EXPECT_EQ(fs[1].name, "main");
+  // Two maps: each stands on its name.
+  fs = frames_of(maps_flamegraph({a, b}, StackLayout::Plain, o).svg);
+  EXPECT_EQ(find(fs, "@").title, "@ (3 samples, 75.00%)");
+  EXPECT_EQ(find(fs, "@b").title, "@b (1 samples, 25.00%)");
+  EXPECT_EQ(children_of(fs, find(fs, "@b")).at(0).name, "main");
+  // A sum(): the counts have no unit, unless one is given.
+  fs = frames_of(maps_flamegraph({a, w}, StackLayout::Plain, o).svg);
+  EXPECT_EQ(find(fs, "@w").title, "@w (4, 57.14%)");
+  o.unit = "bytes";
+  fs = frames_of(maps_flamegraph({w}, StackLayout::Plain, o).svg);
+  EXPECT_EQ(fs[0].title, "all (4 bytes, 100.00%)");
+}
+
 }  // namespace
 }  // namespace bpfscope::output

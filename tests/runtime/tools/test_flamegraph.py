@@ -275,6 +275,23 @@ class FlameGraphRunTest(unittest.TestCase):
             self.assertEqual(self.read_svg(), f.read())
         self.assertRegex(self.read_svg(), r"<title>cpu_spin \([0-9,]+ samples, ")
 
+    def test_script_recording_drawn_as_live(self):
+        """A script's -f json --flamegraph recording is drawn again exactly as
+        the live graph: a frame naming each map, and no unit when a map is
+        not a count() (here a sum of samples weighted 2)."""
+        live = os.path.join(self.dir.name, "live.svg")
+        with Work("spin", 600) as w:
+            prog = "profile:hz:199 /pid == %d/ { @[ustack] = count(); @weighted[ustack] = sum(2); }" % w.pid
+            run, rec = self.record("script.ndjson", ["-e", prog, "--flamegraph", live, "--title", "Two maps"], w)
+        self.assertEqual(sorted(m["graph"] for m in run.json("map")), ["cpu", "cpu"], run)
+        self.render("--flamegraph", self.svg, "--title", "Two maps", rec)
+        with open(live) as f:
+            self.assertEqual(self.read_svg(), f.read())
+        svg = self.read_svg()
+        self.assertRegex(svg, r"<title>@weighted \([0-9,]+, ")
+        self.assertRegex(svg, r"<title>cpu_spin \([0-9,]+, ")
+        self.assertNotIn("samples", svg)
+
     def test_script_graph_inverted_with_a_title(self):
         with Work("spin", 600) as w:
             prog = ("profile:hz:199 /pid == %d/ { @[ustack, kstack] = count(); @user[ustack] = count(); @n = count(); }"
