@@ -62,12 +62,16 @@ uint64_t count_at(const HeatSeries& s, size_t col, size_t row) {
   return row < c.size() ? c[row] : 0;
 }
 
-// Seconds since the start, as the axes print them: "5s", "2.5s", "1m30s".
+// Seconds since the start, as the axes print them: "5s", "2.5s", "1m30s",
+// "1h", "2h5m".
 std::string elapsed_text(double secs) {
   if (secs < 0) secs = 0;
   if (secs >= 60 && std::fabs(secs - std::round(secs)) < 0.05) {
     const auto s = static_cast<long long>(std::llround(secs));
-    return s % 60 ? fmt::format("{}m{}s", s / 60, s % 60) : fmt::format("{}m", s / 60);
+    std::string out = s >= 3600 ? fmt::format("{}h", s / 3600) : "";
+    if (s % 3600 >= 60) out += fmt::format("{}m", s % 3600 / 60);
+    if (s % 60) out += fmt::format("{}s", s % 60);
+    return out;
   }
   if (std::fabs(secs - std::round(secs)) < 0.05) return fmt::format("{}s", std::llround(secs));
   return fmt::format("{:.1f}s", secs);
@@ -128,6 +132,40 @@ constexpr double kCharWidth = kFont * 0.6;  // monospace advance
 constexpr int kPad = 10;
 
 void append_rgb(std::string& out, Rgb c) { fmt::format_to(std::back_inserter(out), "rgb({},{},{})", c.r, c.g, c.b); }
+
+// The time axis's ticks: {x, seconds since the start}. The step is the
+// first of 0.1 s, 0.2 s, 0.5 s, 1 s, 2 s, 5 s, 10 s, 15 s, 30 s, 1 m ... 1 h,
+// 2 h, 3 h, 6 h, 12 h, 1 d that puts them 60 px apart or more. Column c
+// covers the time from the column before it (the start for the first) to
+// times[c], so a tick's x is interpolated in its column.
+std::vector<std::pair<double, double>> time_ticks(const std::vector<double>& times, double start, double left,
+                                                  int cell_w, size_t cols) {
+  std::vector<std::pair<double, double>> ticks;
+  const size_t n = std::min(cols, times.size());
+  if (n == 0 || times[n - 1] <= start) return ticks;
+  const double span = times[n - 1] - start;
+  const double secs_per_px = span / (static_cast<double>(n) * cell_w);
+  static constexpr double kSteps[] = {0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200,
+                                      10800, 21600, 43200, 86400};
+  double step = 0;
+  for (double st : kSteps)
+    if (st >= 60 * secs_per_px) {
+      step = st;
+      break;
+    }
+  if (step == 0) step = 86400 * std::ceil(60 * secs_per_px / 86400);
+  size_t c = 0;
+  for (int k = 0;; ++k) {
+    const double t = k * step;
+    if (t > span + 1e-9) break;
+    while (c < n && times[c] - start < t - 1e-9) ++c;
+    if (c == n) break;
+    const double from = c ? times[c - 1] - start : 0, to = times[c] - start;
+    const double frac = to > from ? std::clamp((t - from) / (to - from), 0.0, 1.0) : 1.0;
+    ticks.emplace_back(left + (static_cast<double>(c) + frac) * cell_w, t);
+  }
+  return ticks;
+}
 
 // One panel: the series' title line, the grid with its row labels, the time
 // axis and the legend; `y` is its top, and moves to the next panel's.
@@ -202,19 +240,17 @@ void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, in
   }
   y = grid_top + grid_h;
 
-  // The time axis: a tick and label under columns at least 60 px apart.
+  // The time axis: ticks at round times since the start, at least 60 px
+  // apart, each where its time falls inside its column.
   const double axis_y = y;
   fmt::format_to(std::back_inserter(out),
                  "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#444\"/>\n", left, axis_y,
                  left + grid_width);
-  const size_t every = std::max<size_t>(1, static_cast<size_t>(std::ceil(60.0 / cell_w)));
-  for (size_t c = 0; c < cols && c < s.times.size(); c += every) {
-    const double x = left + (static_cast<double>(c) + 0.5) * cell_w;
+  for (const auto& [x, secs] : time_ticks(s.times, start, left, cell_w, cols))
     fmt::format_to(std::back_inserter(out),
                    "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>\n"
                    "<text class=\"time-label\" x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-                   x, axis_y, axis_y + 4, axis_y + 16, elapsed_text(s.times[c] - start));
-  }
+                   x, axis_y, axis_y + 4, axis_y + 16, elapsed_text(secs));
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">time since start (one column per {})</text>\n",
                      left, axis_y + 32, b.per > 1 ? fmt::format("{} intervals", b.per) : "interval");
 

@@ -20,7 +20,7 @@ MapSnapshot hist_map(std::string name, std::vector<uint64_t> b) {
 struct Cell {
   int col = 0, row = 0;
   uint64_t count = 0;
-  double x = 0, y = 0;
+  double x = 0, y = 0, w = 0;
   std::string fill, title;
 };
 
@@ -34,6 +34,7 @@ std::vector<Cell> cells_of(const std::string& svg) {
     c.count = std::stoull(attr(svg, at, "data-count"));
     c.x = std::stod(attr(svg, at, "x"));
     c.y = std::stod(attr(svg, at, "y"));
+    c.w = std::stod(attr(svg, at, "width"));
     c.fill = attr(svg, at, "fill");
     const size_t t = svg.find("<title>", at) + 7;
     c.title = svg.substr(t, svg.find("</title>", t) - t);
@@ -128,6 +129,22 @@ TEST(HeatMaps, LongRunsSumIntervalsIntoColumns) {
   const auto second = std::find_if(cells.begin(), cells.end(), [](const Cell& c) { return c.col == 1; });
   EXPECT_NE(second->title.find("&#10;9s to 16s ("), std::string::npos) << second->title;
   EXPECT_LT(svg.size(), 400u * 1024);
+  // The time axis at round times: every 5 minutes, each tick inside the
+  // column that holds its time (the 5-minute tick: interval 300 of column
+  // 37, which covers intervals 297 to 304).
+  std::vector<std::string> labels;
+  for (size_t at = svg.find("class=\"time-label\""); at != std::string::npos;
+       at = svg.find("class=\"time-label\"", at + 1)) {
+    const size_t from = svg.find('>', at) + 1;
+    labels.push_back(svg.substr(from, svg.find('<', from) - from));
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"0s", "5m", "10m", "15m", "20m", "25m", "30m", "35m", "40m", "45m", "50m",
+                                              "55m", "1h"}));
+  const size_t five = svg.find(">5m</text>");
+  const double tick_x = std::stod(attr(svg, svg.rfind("<text ", five), "x"));
+  const auto col37 = std::find_if(cells.begin(), cells.end(), [](const Cell& c) { return c.col == 37; });
+  EXPECT_GE(tick_x, col37->x);
+  EXPECT_LE(tick_x, col37->x + col37->w);
   // A run that fits keeps a column per interval.
   HeatMaps few;
   for (int i = 0; i < 500; ++i) few.add(hist_map("@us", {0, 1}), 1000 + i);
@@ -149,8 +166,10 @@ TEST(HeatMaps, LhistRowsAndTimeAxisWithoutAStart) {
   ASSERT_EQ(cells.size(), 2u * 11);  // buckets 1 ([0, 10)) to 11 ([100, ...)), two columns
   EXPECT_NE(svg.find(">[100, ...)</text>"), std::string::npos);
   EXPECT_NE(svg.find(">[0, 10)</text>"), std::string::npos);
-  // No start given: one column's spacing (0.5 s) before the first column.
-  EXPECT_NE(svg.find(">0.5s</text>"), std::string::npos);
+  // No start given: one column's spacing (0.5 s) before the first column;
+  // the axis from 0 s to 1 s at the grid's right edge.
+  EXPECT_NE(svg.find(">0s</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">1s</text>"), std::string::npos);
 }
 
 TEST(HeatMaps, EmptyInputsDrawWithoutCells) {
