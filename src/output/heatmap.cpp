@@ -95,35 +95,39 @@ double start_of(const HeatSeries& s, double start) {
 }
 
 // A long run drawn in the SVG's width: `per` consecutive intervals summed
-// into each column (1: a column per interval). `first[c]` is when the first
-// interval of column c was printed; the series' times are each column's
-// last.
-struct Binned {
-  HeatSeries s;
-  std::vector<double> first;
-  size_t per = 1;
-  size_t intervals = 0;  // before binning
-};
-
-Binned binned(const HeatSeries& in, size_t per) {
-  Binned b{.s = in, .first = in.times, .per = per, .intervals = in.columns.size()};
-  if (per <= 1) return b;
-  const size_t n = (in.columns.size() + per - 1) / per;
-  b.s.columns.assign(n, {});
-  b.s.times.clear();
-  b.first.clear();
-  for (size_t c = 0; c < in.columns.size(); ++c) {
-    auto& col = b.s.columns[c / per];
-    const auto& src = in.columns[c];
-    if (col.size() < src.size()) col.resize(src.size(), 0);
-    for (size_t i = 0; i < src.size(); ++i) col[i] += src[i];
-    if (c < in.times.size()) {
-      if (c % per == 0) b.first.push_back(in.times[c]);
-      if (c % per == per - 1 || c + 1 == in.times.size()) b.s.times.push_back(in.times[c]);
+// into each column (1: a column per interval, the series as it is).
+// first(c) is when the first interval of column c was printed; the
+// series' times are each column's last.
+class Binned {
+ public:
+  Binned(const HeatSeries& in, size_t per) : in_(in), per_(per) {
+    if (per <= 1) return;
+    HeatSeries& s = summed_.emplace(in);
+    const size_t n = (in.columns.size() + per - 1) / per;
+    s.columns.assign(n, {});
+    s.times.clear();
+    for (size_t c = 0; c < in.columns.size(); ++c) {
+      auto& col = s.columns[c / per];
+      const auto& src = in.columns[c];
+      if (col.size() < src.size()) col.resize(src.size(), 0);
+      for (size_t i = 0; i < src.size(); ++i) col[i] += src[i];
+      if (c < in.times.size()) {
+        if (c % per == 0) first_.push_back(in.times[c]);
+        if (c % per == per - 1 || c + 1 == in.times.size()) s.times.push_back(in.times[c]);
+      }
     }
   }
-  return b;
-}
+  const HeatSeries& series() const { return summed_ ? *summed_ : in_; }
+  double first(size_t c) const { return summed_ ? first_[c] : in_.times[c]; }
+  size_t per() const { return per_; }
+  size_t intervals() const { return in_.columns.size(); }  // before binning
+
+ private:
+  const HeatSeries& in_;
+  size_t per_;
+  std::optional<HeatSeries> summed_;
+  std::vector<double> first_;
+};
 
 constexpr size_t kCellChars = 2;  // terminal characters per column
 constexpr size_t kMaxColumns = 500;  // SVG columns, 2 px each at the least
@@ -171,7 +175,7 @@ std::vector<std::pair<double, double>> time_ticks(const std::vector<double>& tim
 // axis and the legend; `y` is its top, and moves to the next panel's.
 void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, int label_chars, int grid_width,
                   int cell_w, double& y) {
-  const HeatSeries& s = b.s;
+  const HeatSeries& s = b.series();
   const auto [lo, hi] = row_range(s);
   const bool empty = lo == SIZE_MAX;
   const size_t rows = empty ? 0 : hi - lo + 1;
@@ -184,15 +188,15 @@ void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, in
   fmt::format_to(std::back_inserter(out), "<g class=\"panel\" data-name=\"");
   append_xml(out, s.name());
   fmt::format_to(std::back_inserter(out), "\" data-columns=\"{}\" data-rows=\"{}\" data-per-column=\"{}\">\n", cols,
-                 rows, b.per);
+                 rows, b.per());
   out += fmt::format("<text class=\"panel-title\" x=\"{}\" y=\"{:.1f}\" font-size=\"14\" font-weight=\"bold\">",
                      kPad, y + 16);
   append_xml(out, s.name());
   out += "</text>\n";
-  std::string sub = fmt::format("{} interval{}", b.intervals, b.intervals == 1 ? "" : "s");
-  if (b.per > 1) sub += fmt::format(" ({} a column)", b.per);
+  std::string sub = fmt::format("{} interval{}", b.intervals(), b.intervals() == 1 ? "" : "s");
+  if (b.per() > 1) sub += fmt::format(" ({} a column)", b.per());
   if (!s.times.empty())
-    sub += fmt::format(", {} to {}", clock_text(b.first.front()), clock_text(s.times.back()));
+    sub += fmt::format(", {} to {}", clock_text(b.first(0)), clock_text(s.times.back()));
   sub += empty ? "; no counts" : fmt::format("; largest count in a bucket {}", max);
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">", left, y + 16);
   append_xml(out, sub);
@@ -226,9 +230,9 @@ void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, in
       append_xml(out, s.name());
       if (c < s.times.size()) {
         out += "&#10;";
-        if (b.per > 1)
-          append_xml(out, fmt::format("{} to {} ({} to {})", elapsed_text(b.first[c] - start),
-                                      elapsed_text(s.times[c] - start), clock_text(b.first[c]),
+        if (b.per() > 1)
+          append_xml(out, fmt::format("{} to {} ({} to {})", elapsed_text(b.first(c) - start),
+                                      elapsed_text(s.times[c] - start), clock_text(b.first(c)),
                                       clock_text(s.times[c])));
         else
           append_xml(out, fmt::format("{} ({})", elapsed_text(s.times[c] - start), clock_text(s.times[c])));
@@ -252,7 +256,7 @@ void append_panel(std::string& out, const Binned& b, const HeatMapOptions& o, in
                    "<text class=\"time-label\" x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
                    x, axis_y, axis_y + 4, axis_y + 16, elapsed_text(secs));
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#555\">time since start (one column per {})</text>\n",
-                     left, axis_y + 32, b.per > 1 ? fmt::format("{} intervals", b.per) : "interval");
+                     left, axis_y + 32, b.per() > 1 ? fmt::format("{} intervals", b.per()) : "interval");
 
   // The legend, right of the grid: the ramp from 1 (bottom) to the largest count.
   if (!empty) {
@@ -335,7 +339,7 @@ std::string heatmap_svg(const std::vector<HeatSeries>& series, const HeatMapOpti
 
   std::string body;
   double y = 54;
-  for (const auto& s : series) append_panel(body, binned(s, per), o, label_chars, grid_width, cell_w, y);
+  for (const auto& s : series) append_panel(body, Binned(s, per), o, label_chars, grid_width, cell_w, y);
   if (series.empty()) {
     body += fmt::format("<text x=\"{}\" y=\"{:.1f}\">No hist() or lhist() map was printed during the run.</text>\n",
                         kPad, y + 14);
