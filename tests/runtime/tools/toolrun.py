@@ -165,10 +165,29 @@ class NetnsPair:
                 ip("-n", ns, "addr", "add", self.addr6[k] + "/64", "dev", dev, "nodad")
                 ip("-n", ns, "link", "set", dev, "up")
                 ip("-n", ns, "link", "set", "lo", "up")
+            self.wait_running()
         except Exception:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def wait_running(self, timeout=10):
+        """Until both veths are up with their queueing discipline attached.
+        A device set up gets it from the kernel's link watch work, later and
+        later on a loaded machine; until then the noop qdisc drops whatever
+        is sent (a CI run once lost all of a test's datagrams so)."""
+        deadline = time.time() + timeout
+        for ns, dev in ((self.a, self.dev["a"]), (self.b, self.dev["b"])):
+            while True:
+                link = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "dev", dev], capture_output=True,
+                                      text=True).stdout
+                qdisc = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "show", "dev", dev],
+                                       capture_output=True, text=True).stdout
+                if " state UP " in link and qdisc and "qdisc noop" not in qdisc:
+                    break
+                if time.time() > deadline:
+                    raise AssertionError("%s in %s not running: %s%s" % (dev, ns, link, qdisc))
+                time.sleep(0.02)
 
     def __exit__(self, *exc):
         for ns in (self.a, self.b):
