@@ -168,7 +168,6 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
   return a;
 }
 
-
 // The keys present now, in the map's order. A key that a probe deletes
 // while the walk stands on it restarts the walk from the first key: the
 // walk goes on past the keys it has seen, 8 walks of the map at most. Entries
