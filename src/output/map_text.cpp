@@ -1,6 +1,7 @@
 // A map as bpftrace 0.26 prints it at exit and for print(@m, top, div)
 // (types_format.cpp format(BpfMap), output/text.cpp TextOutput::map).
 #include <algorithm>
+#include <unordered_map>
 #include <fmt/format.h>
 
 #include "output/histogram.h"
@@ -305,16 +306,23 @@ std::string hist_notes_text(const MapSnapshot& hist, const std::vector<const Map
     for (const MapSnapshot* n : notes) out += map_text(*n, 0, 0, layout, percentiles);
     return out;
   }
+  // Each note map's entries by their key's text (its first entry when the
+  // histogram has no keys), found once per histogram entry.
+  std::vector<std::unordered_map<std::string, const Aggregate*>> by_key(notes.size());
+  for (size_t i = 0; i < notes.size(); ++i)
+    for (const auto& [k, a] : notes[i]->entries) {
+      by_key[i].emplace(hist.keyed ? key_text(k) : "", &a);
+      if (!hist.keyed) break;
+    }
   std::string out;
   for (const auto& [key, agg] : select_entries(hist, 0)) {
     std::string label = hist.keyed ? key_label(key) : "";
-    const std::string text = key_text(key);
-    for (const MapSnapshot* n : notes) {
-      const auto it = std::find_if(n->entries.begin(), n->entries.end(),
-                                   [&](const Entry& e) { return !hist.keyed || key_text(e.first) == text; });
-      if (it == n->entries.end()) continue;
-      label += fmt::format("{}[{} {}]", label.empty() ? "" : " ", n->name.substr(1),
-                           to_text(entry_number(*n, it->second)));
+    const std::string text = hist.keyed ? key_text(key) : "";
+    for (size_t i = 0; i < notes.size(); ++i) {
+      const auto it = by_key[i].find(text);
+      if (it == by_key[i].end()) continue;
+      label += fmt::format("{}[{} {}]", label.empty() ? "" : " ", notes[i]->name.substr(1),
+                           to_text(entry_number(*notes[i], *it->second)));
     }
     out += bcc_hist_entry(hist, label.empty() ? std::nullopt : std::optional(label), agg, percentiles);
   }
