@@ -11,12 +11,14 @@ from stacks import stacks, with_frame
 from toolrun import Process, mount_tracefs, run_tool
 
 
-# Under load (a compiler build beside the test), the kernel's sched_switch
-# tracepoint now and then shows no switch-in for a thread woken from a
-# sleep: the sleep's off-CPU time is never completed, in bpfscope's
-# offcputime and in a plain count of switch-ins alike, and in bpftrace 0.17's
-# (`tracepoint:sched:sched_switch`, switch-ins 10 against 11 switch-outs, 1
-# run in 25). No firing is reported missed. So 9 of 10 sleeps are enough.
+# The kernel's sched_switch tracepoint now and then shows no switch-in for a
+# thread woken from a sleep: the sleep's off-CPU time is never completed.
+# Seen on an idle machine in about 1 run in 10 of the test below (one sleep
+# or nap of 10), and seen by two BPF programs at once: a second bpfscope
+# printing every switch of the process missed the same switch-in, with no
+# recursion miss counted for either program. bpftrace 0.17's
+# `tracepoint:sched:sched_switch` misses them too (switch-ins 10 against 11
+# switch-outs, 1 run in 25). So 9 of 10 sleeps are enough.
 ONE_SLEEP_MAY_BE_MISSED = 0.9
 
 
@@ -126,11 +128,12 @@ class OffcputimeTest(unittest.TestCase):
         # the write, the read a little later (the reader has to run first,
         # later on a busy machine).
         self.assertTrue(100000 <= sum(s[3] for s in reader) <= 10 * 35000, run)
-        # The waker thread naps 15 ms before each write.
+        # The waker thread naps 15 ms before each write (one nap may be
+        # missing, as a sleep may).
         nap = with_frame(parsed, "cpu_waker_nap")
         self.assertTrue(nap, run)
         self.assertNotEqual(nap[0][2], w.pid)
-        self.assertTrue(150000 <= sum(s[3] for s in nap) <= 10 * 35000, run)
+        self.assertTrue(ONE_SLEEP_MAY_BE_MISSED * 150000 <= sum(s[3] for s in nap) <= 10 * 35000, run)
 
     def test_min_block_time_and_json(self):
         with Work("sleep", 5, 20, "sleep", 60, 3) as w:
