@@ -554,11 +554,11 @@ int render_recording(std::string_view text, const std::string& name, const outpu
       sinks.graph = r->graph;
       sinks.unit = r->unit;
     }
-    if (sinks.stack_maps && r->map && output::is_foldable(*r->map)) sinks.stack_maps->push_back(*r->map);
     if (sinks.heat && r->map && !after_exit && output::is_histogram(r->map->kind)) {
       sinks.heat->add(*r->map, r->time ? *r->time : static_cast<double>(++columns));
       if (sinks.heat_replaces_text) r->out.clear();
     }
+    if (sinks.stack_maps && r->map && output::is_foldable(*r->map)) sinks.stack_maps->push_back(std::move(*r->map));
     fwrite(r->out.data(), 1, r->out.size(), out);
     if (!r->err.empty()) {
       fflush(out);

@@ -65,9 +65,11 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
       return Val{.type = t};
     }
     case sema::Function::Clear:
+      if (!p_.actions[p_.action_of[id]].folded) send(p_.action_of[id], {});  // a folded clear: its print took the entries
+      return Val{.type = t};
     case sema::Function::Zero:
     case sema::Function::Time:
-      if (!p_.actions[p_.action_of[id]].folded) send(p_.action_of[id], {});  // a folded clear: its print took the entries
+      send(p_.action_of[id], {});
       return Val{.type = t};
     case sema::Function::Delete: {
       VregId key;

@@ -7,7 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "bpf/libbpf_bpf.h"
 #include "runtime/names.h"
@@ -168,6 +169,10 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
   return a;
 }
 
+std::string_view as_view(const std::vector<uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
 // The keys present now, in the map's order. A key that a probe deletes
 // while the walk stands on it restarts the walk from the first key: the
 // walk goes on past the keys it has seen, 8 walks of the map at most. Entries
@@ -177,11 +182,16 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
 std::vector<std::vector<uint8_t>> present_keys(int fd, uint32_t key_size) {
   constexpr size_t kMaxWalks = 8;
   std::vector<std::vector<uint8_t>> keys;
-  std::set<std::vector<uint8_t>> seen;
+  // Views of the keys' bytes in `keys`: a vector's move keeps its buffer, so
+  // they stay valid as `keys` grows.
+  std::unordered_set<std::string_view> seen;
   std::vector<uint8_t> prev, next(key_size);
   size_t steps = 0;
   while (bpf_map_get_next_key(fd, prev.empty() ? nullptr : prev.data(), next.data()) == 0) {
-    if (seen.insert(next).second) keys.push_back(next);
+    if (!seen.contains(as_view(next))) {
+      keys.push_back(next);
+      seen.insert(as_view(keys.back()));
+    }
     if (++steps > kMaxWalks * (keys.size() + 1)) break;  // restarted again and again
     prev = next;
   }
