@@ -178,16 +178,25 @@ uint64_t boot_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
+// Appends the files a script imports to `source` (a built-in tool's come
+// from tools/lib when the file system has no such file), then parses it.
+// nullopt after an error, reported to diags (located in `source`).
+std::optional<lang::Program> parse_script(lang::Source& source, lang::Diagnostics& diags) {
+  if (!lang::load_imports(source, diags, tools::library_file)) return std::nullopt;
+  return lang::parse(source, diags);
+}
+
 int compile_and_run(Cli& cli) {
   uint64_t start = boot_ns();
   lang::Diagnostics diags;
-  auto ast = lang::parse(lang::Source(cli.filename, cli.program), diags);
+  lang::Source source(cli.filename, cli.program);
+  auto ast = parse_script(source, diags);
   // A tool's user did not write its script: errors are one line each, naming
   // the tool, with the script's location at the end.
   if (cli.debug.empty()) cli.run.tool_name = cli.tool_name;
   auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src, cli.run.tool_name)); };
   if (!ast) {
-    report(lang::Source(cli.filename, cli.program));
+    report(source);
     return 1;
   }
   // The getopt() names of statements no value of a spliced option kept
@@ -420,7 +429,8 @@ int list_tools() {
     std::string status = "ok";
     if (inv) {
       lang::Diagnostics diags;
-      auto ast = lang::parse(lang::Source(t.path, t.source), diags);
+      lang::Source source(t.path, t.source);
+      auto ast = parse_script(source, diags);
       sema::Options sopts;
       if (ast && !lang::splice_options(*ast, inv->spliced_options, inv->spliced, diags, &sopts.implied_args))
         ast.reset();

@@ -79,10 +79,10 @@ std::string Diagnostics::render(const Source& src, std::string_view tool) const 
   std::set<const char*> segments;  // each option value's text is one line
   bool in_segment = false;
   for (const auto& d : diags_)
-    in_segment |= d.severity == Severity::Error && d.located && d.loc.begin > src.main_text().size();
+    in_segment |= d.severity == Severity::Error && d.located && src.in_spliced(d.loc.begin);
   for (const auto& d : diags_) {
     if (in_segment) {
-      if (d.severity == Severity::Error && d.located && d.loc.begin > src.main_text().size() &&
+      if (d.severity == Severity::Error && d.located && src.in_spliced(d.loc.begin) &&
           segments.insert(src.line_of(d.loc.begin).data()).second)
         out += fmt::format("{}: {}", tool, lang::render(src, d));
       continue;

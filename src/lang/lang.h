@@ -1,6 +1,7 @@
 // Public interface of the front end: source text -> AST.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,17 @@ namespace bpfscope::lang {
 // reported. Never crashes, hangs or overflows the stack, whatever the input:
 // nesting deeper than kMaxNesting is an ordinary error.
 std::optional<Program> parse(Source source, Diagnostics& diags);
+
+// Reads the files that a script imports (`import "path";` in its preamble:
+// a .bt script, or a directory of them, read in name order), and the files
+// they import, once each, appending them to `source` (Source::add_file) so
+// that parse() reads each after the script. A path is relative to the
+// directory of the file that imports it (the current directory for -e and
+// stdin). `embedded` gives the text of a file that the file system does not
+// have (the library of the built-in tools, tools/lib). Errors go to diags,
+// located at the path; returns false when any was reported.
+using FileReader = std::function<std::optional<std::string>(const std::string& path)>;
+bool load_imports(Source& source, Diagnostics& diags, const FileReader& embedded = {});
 
 inline constexpr int kMaxNesting = 200;
 // No expression tree is taller than this: long operator chains (a + b + c ...)

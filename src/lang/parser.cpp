@@ -131,10 +131,10 @@ std::string define_value(std::string_view raw) {
 
 class Parser {
  public:
-  // The lexer sees the script (its segments are parsed one by one, by
-  // run_expr()).
+  // The lexer sees the script and the files it imports (load_imports());
+  // the segments spliced later are parsed one by one, by run_expr().
   Parser(Source source, Diagnostics& diags)
-      : prog_(make_program(std::move(source))), lexer_(prog_.source.main_text()), diags_(diags), eof_loc_(find_eof_loc()) {}
+      : prog_(make_program(std::move(source))), lexer_(prog_.source.text()), diags_(diags), eof_loc_(find_eof_loc()) {}
   // Parses one expression at `range` of a parsed program's source.
   Parser(Program&& program, Loc range, Diagnostics& diags)
       : prog_(std::move(program)), lexer_(std::string_view(prog_.source.text()).substr(0, range.end)), diags_(diags),
@@ -179,6 +179,7 @@ class Parser {
   void preprocessor();
   void c_definition();
   void parse_config();
+  void parse_import();
   bool parse_config_entries();
   void parse_probe();
   void parse_macro();
@@ -226,6 +227,7 @@ class Parser {
   int depth_ = 0;
   bool panic_ = false;
   bool seen_probe_ = false;
+  uint32_t file_start_ = 0;  // where the script or imported file being parsed starts
   bool last_semi_ = false;  // the last simple statement ended with ';'
   bool stopped_ = false;  // too many errors: the rest of the input is skipped
   Loc eof_loc_;
@@ -372,6 +374,12 @@ std::optional<Program> Parser::run() {
   reset(0);
   while (!at(Tok::Eof)) {
     const uint32_t before = tok_.begin;
+    // An imported file (appended by load_imports()) has a prefix and
+    // preamble of its own.
+    if (const uint32_t file = prog_.source.file_start(tok_.begin); file != file_start_) {
+      file_start_ = file;
+      seen_probe_ = false;
+    }
     parse_top_level();
     if (panic_) sync_top();
     if (tok_.begin == before && !at(Tok::Eof)) advance();  // always make progress
@@ -393,10 +401,11 @@ void Parser::parse_top_level() {
       preprocessor();
       return;
     case Tok::Config:
-      if (peek().kind == Tok::Assign) return parse_config();
-      break;
+      if (peek().kind != Tok::Assign) break;
+      if (file_start_ != 0) return fail(tok_.loc(), "config is not allowed in an imported file");
+      return parse_config();
     case Tok::Import:
-      return fail(tok_.loc(), "import is not supported");
+      return parse_import();
     case Tok::Macro:
       return parse_macro();
     case Tok::Let:
@@ -459,6 +468,17 @@ void Parser::c_definition() {
 }
 
 // config = { key = value; ... }: keys and values kept as raw text.
+// import "path"; (load_imports() has read the file): in the preamble only.
+void Parser::parse_import() {
+  const Loc at_import = tok_.loc();
+  advance();  // import
+  if (!at(Tok::String)) return unexpected("a quoted path");
+  const Loc path = tok_.loc();
+  advance();
+  if (!expect(Tok::Semi)) return;
+  if (seen_probe_) report(join(at_import, path), "import must come before the first probe");
+}
+
 void Parser::parse_config() {
   advance();  // config
   if (!expect(Tok::Assign) || !expect(Tok::LBrace)) return;

@@ -8,24 +8,52 @@ Source::Source(std::string name, std::string text) : name_(std::move(name)), tex
   line_starts_.push_back(0);
   for (uint32_t i = 0; i < text_.size(); ++i)
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
-  main_size_ = static_cast<uint32_t>(text_.size());
 }
 
-uint32_t Source::add_segment(std::string name, std::string_view text) {
-  // A newline first, so that the segment starts a line of its own; its own
-  // newlines are spaces, so that it stays one line.
+// A newline first, so that the segment starts a line of its own.
+uint32_t Source::start_segment(std::string name, bool lines) {
   text_ += '\n';
   const auto start = static_cast<uint32_t>(text_.size());
+  segments_.push_back({start, std::move(name), static_cast<uint32_t>(line_starts_.size()), lines});
   line_starts_.push_back(start);
-  for (char c : text) text_ += c == '\n' ? ' ' : c;
-  segments_.emplace_back(start, std::move(name));
   return start;
 }
 
-const std::string& Source::name_at(uint32_t offset) const {
+// Its newlines are spaces, so that it stays one line.
+uint32_t Source::add_segment(std::string name, std::string_view text) {
+  const uint32_t start = start_segment(std::move(name), false);
+  for (char c : text) text_ += c == '\n' ? ' ' : c;
+  return start;
+}
+
+uint32_t Source::add_file(std::string name, std::string_view text) {
+  const uint32_t start = start_segment(std::move(name), true);
+  for (char c : text) {
+    text_ += c;
+    if (c == '\n') line_starts_.push_back(static_cast<uint32_t>(text_.size()));
+  }
+  return start;
+}
+
+const Source::Segment* Source::segment_at(uint32_t offset) const {
   for (auto it = segments_.rbegin(); it != segments_.rend(); ++it)
-    if (offset >= it->first) return it->second;
-  return name_;
+    if (offset >= it->start) return &*it;
+  return nullptr;
+}
+
+const std::string& Source::name_at(uint32_t offset) const {
+  const Segment* seg = segment_at(offset);
+  return seg ? seg->name : name_;
+}
+
+bool Source::in_spliced(uint32_t offset) const {
+  const Segment* seg = segment_at(offset);
+  return seg && !seg->lines;
+}
+
+uint32_t Source::file_start(uint32_t offset) const {
+  const Segment* seg = segment_at(offset);
+  return seg ? seg->start : 0;
 }
 
 LineCol Source::line_col(uint32_t offset) const {
@@ -33,7 +61,8 @@ LineCol Source::line_col(uint32_t offset) const {
   auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
   uint32_t line = static_cast<uint32_t>(it - line_starts_.begin());
   uint32_t start = line_starts_[line - 1];
-  if (start > main_size_) line = 1;  // a segment is line 1 of its own text
+  if (const Segment* seg = segment_at(offset))
+    line = seg->lines ? line - seg->first_line : 1;  // a spliced value is line 1 of its own text
   uint32_t col = 1;
   for (uint32_t i = start; i < offset; ++i) col += text_[i] == '\t' ? 4 : 1;
   return {line, col};

@@ -31,13 +31,20 @@ class Source {
 
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }
-  // The script alone, without the segments appended after it.
-  std::string_view main_text() const { return std::string_view(text_).substr(0, main_size_); }
 
   // Appends `text` as a segment of its own named `name` (a tool option's
   // value spliced into the script, tools/README.md): locations in it report
   // that name, line 1 and columns from its start. Returns its offset.
   uint32_t add_segment(std::string name, std::string_view text);
+  // Appends a whole file (an imported script) as a segment named `name`:
+  // it keeps its lines, and locations in it report its own line numbers.
+  // Returns its offset.
+  uint32_t add_file(std::string name, std::string_view text);
+  // Whether `offset` lies in a segment added by add_segment (a tool option's
+  // value), not in the script or a file it imports.
+  bool in_spliced(uint32_t offset) const;
+  // Where the script or imported file that holds `offset` starts.
+  uint32_t file_start(uint32_t offset) const;
   // The name a location reports: the script's, or its segment's.
   const std::string& name_at(uint32_t offset) const;
   LineCol line_col(uint32_t offset) const;
@@ -49,8 +56,15 @@ class Source {
   std::string name_;
   std::string text_;
   std::vector<uint32_t> line_starts_;
-  uint32_t main_size_ = 0;
-  std::vector<std::pair<uint32_t, std::string>> segments_;  // start offset, name; in order
+  struct Segment {
+    uint32_t start;       // offset of its first byte
+    std::string name;
+    uint32_t first_line;  // index of its first line in line_starts_
+    bool lines;           // a file (add_file): its own line numbers; else line 1
+  };
+  uint32_t start_segment(std::string name, bool lines);
+  const Segment* segment_at(uint32_t offset) const;
+  std::vector<Segment> segments_;  // in order
 };
 
 }  // namespace bpfscope::lang

@@ -231,6 +231,12 @@ const std::vector<Tool>& all() {
   return tools;
 }
 
+std::optional<std::string> library_file(const std::string& path) {
+  for (size_t i = 0; i < kEmbeddedLibraryCount; ++i)
+    if (path == kEmbeddedLibrary[i].name) return std::string(kEmbeddedLibrary[i].source);
+  return std::nullopt;
+}
+
 const Tool* find(std::string_view name) {
   for (const auto& t : all())
     if (t.name == name) return &t;

@@ -78,6 +78,10 @@ struct Tool {
 const std::vector<Tool>& all();
 const Tool* find(std::string_view name);
 
+// The text of tools/lib/NAME.bt, a file that tools import, by its path
+// ("tools/lib/tcp.bt"): built in, as the tools are.
+std::optional<std::string> library_file(const std::string& path);
+
 // Whether `source` starts with a tool header (a `// tool:` line among its
 // leading comments).
 bool has_header(std::string_view source);

@@ -663,7 +663,7 @@ TEST(Parser, Errors) {
       {"BEGIN { @m[] = 1; }", {"1:12-13: syntax error, unexpected ]"}},
       {"BEGIN { $x = $0; }", {"1:14-16: param $0 is out of integer range [1, 9223372036854775807]"}},
       {"BEGIN { $x = offsetof(struct s); }", {"1:31-32: syntax error, unexpected ), expected ,"}},
-      {"import \"a.bt\"; BEGIN { }", {"1:1-7: import is not supported"}},
+      {"BEGIN { } import \"a.bt\";", {"1:11-24: import must come before the first probe"}},
       {"macro m($x { } BEGIN { }", {"1:12-13: syntax error, unexpected {, expected )"}},
       {"let $a = hash(10); BEGIN { }", {"1:5-7: syntax error, unexpected variable, expected map name"}},
       {"let @a = 10; BEGIN { }", {"1:10-12: syntax error, unexpected integer, expected map type"}},
