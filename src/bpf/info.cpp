@@ -145,6 +145,7 @@ std::string kernel_info() {
       HelperRow{"ringbuf_output", BPF_FUNC_ringbuf_output}, HelperRow{"get_stackid", BPF_FUNC_get_stackid},
       HelperRow{"map_lookup_percpu_elem", BPF_FUNC_map_lookup_percpu_elem},
       HelperRow{"get_current_cgroup_id", BPF_FUNC_get_current_cgroup_id},
+      HelperRow{"get_current_ancestor_cgroup_id", BPF_FUNC_get_current_ancestor_cgroup_id},
       HelperRow{"send_signal", BPF_FUNC_send_signal}, HelperRow{"loop", BPF_FUNC_loop},
       HelperRow{"get_func_ip", BPF_FUNC_get_func_ip}, HelperRow{"override_return", BPF_FUNC_override_return},
       HelperRow{"probe_write_user", BPF_FUNC_probe_write_user}, HelperRow{"d_path", BPF_FUNC_d_path},

@@ -183,6 +183,15 @@ Val Lowerer::call(ExprId id, const Expr& e, const Type& t) {
     }
     case sema::Function::KstackCall:
     case sema::Function::UstackCall: return stack_val(t);
+    case sema::Function::UnderCgroup: {
+      // The current task's ancestor at the cgroup's level is the cgroup
+      // itself when the task is in it or below it (0 when its own cgroup is
+      // shallower). A compare of registers: ids do not fit an immediate.
+      const auto [cgroup, level] = p_.under_cgroup_of.at(id);
+      if (level == sema::TypedProgram::kEveryCgroup) return constant(1, t);
+      VregId ancestor = b_.call(BPF_FUNC_get_current_ancestor_cgroup_id, {b_.imm(level)});
+      return int_val(flag(ir::Cond::Eq, b_.alu(AluOp::Xor, ancestor, b_.imm(static_cast<int64_t>(cgroup))), 0), t);
+    }
     case sema::Function::HasKey: {
       const auto& m = map_info(e.args[0]);
       VregId key = scratch_ptr(alloc(m.key_size));

@@ -91,8 +91,9 @@ constexpr std::array kFunctions = {
     FunctionRow{.name = "override", .id = Function::Override, .min_args = 1, .max_args = 1},
     FunctionRow{.name = "in_list", .id = Function::InList, .min_args = 2, .max_args = 2},
     FunctionRow{.name = "strcat", .id = Function::Strcat, .min_args = 1, .max_args = 32},
+    FunctionRow{.name = "under_cgroup", .id = Function::UnderCgroup, .min_args = 1, .max_args = 1},
 };
-static_assert(kFunctions.size() == static_cast<size_t>(Function::Strcat) + 1, "one row per Function, in order");
+static_assert(kFunctions.size() == static_cast<size_t>(Function::UnderCgroup) + 1, "one row per Function, in order");
 
 }  // namespace
 
@@ -182,7 +183,8 @@ bool is_aggregation(Function f) {
     case Function::Path:
     case Function::Override:
     case Function::InList:
-    case Function::Strcat: return false;
+    case Function::Strcat:
+    case Function::UnderCgroup: return false;
   }
   std::unreachable();
 }

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "sema/checker.h"
 #include "symbols/symbols.h"
@@ -51,6 +54,42 @@ std::expected<uint64_t, std::string> cgroup_id_of(const std::string& path) {
   uint64_t id = 0;
   std::memcpy(&id, storage + sizeof(file_handle), sizeof id);
   return id;
+}
+
+// The level of a cgroup v2 directory in its hierarchy (the root is 0): its
+// depth below the cgroup2 mount that holds it, plus the depth of that
+// mount's own root.
+std::expected<uint32_t, std::string> cgroup_level_of(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::canonical(path, ec);
+  if (ec) return std::unexpected(ec.message());
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string line;
+  std::optional<uint32_t> best;
+  size_t best_len = 0;
+  const auto depth = [](const std::filesystem::path& p) {
+    uint32_t n = 0;
+    for (const auto& part : p.relative_path())
+      if (!part.empty() && part != ".") ++n;
+    return n;
+  };
+  while (std::getline(mounts, line)) {
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+    std::istringstream in(line);
+    std::string id, parent, dev, root, point, word;
+    in >> id >> parent >> dev >> root >> point;
+    while (in >> word && word != "-") {}
+    std::string fstype;
+    in >> fstype;
+    if (fstype != "cgroup2") continue;
+    const std::string d = dir.string();
+    if (d != point && !(d.starts_with(point) && (point == "/" || d[point.size()] == '/'))) continue;
+    if (point.size() < best_len && best) continue;
+    best_len = point.size();
+    best = depth(std::filesystem::path(root)) + depth(dir.lexically_relative(point));
+  }
+  if (!best) return std::unexpected("not in a cgroup v2 hierarchy");
+  return *best;
 }
 
 }  // namespace
@@ -491,6 +530,27 @@ Type Checker::call(ExprId id) {
       }
       out_.const_of[id] = static_cast<int64_t>(*cg);
       return Type::integer(8, false);
+    }
+    case Function::UnderCgroup: {
+      // The cgroup is found when compiling, as cgroupid()'s.
+      expr(e.args[0]);
+      const std::optional<std::string> path = const_string(e.args[0]);
+      if (!path) {
+        error(e.loc, fmt::format("under_cgroup() expects a string literal ({} provided)", provided(e.args[0])));
+        return Type::none();
+      }
+      if (path->empty()) {  // no cgroup (a tool's -c not given): every task
+        out_.under_cgroup_of[id] = {0, TypedProgram::kEveryCgroup};
+        return Type::boolean();
+      }
+      auto cg = cgroup_id_of(*path);
+      auto level = cg ? cgroup_level_of(*path) : std::unexpected(cg.error());
+      if (!level) {
+        error(e.loc, fmt::format("under_cgroup(): cannot use the cgroup \"{}\": {}", *path, level.error()));
+        return Type::none();
+      }
+      out_.under_cgroup_of[id] = {*cg, *level};
+      return Type::boolean();
     }
     case Function::Kaddr: {
       const Expr& a = ast_.expr(e.args[0]);

@@ -101,7 +101,7 @@ enum class Function {
   Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
   Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len, Kaddr,
   Strcontains, Strstr, Strerror, SyscallName, SignalName, Errorf, Warnf, Memcmp, Getopt,
-  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override, InList, Strcat,
+  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override, InList, Strcat, UnderCgroup,
 };
 
 bool is_aggregation(Function f);
@@ -191,6 +191,10 @@ struct TypedProgram {
   std::vector<std::optional<int64_t>> const_of;
   std::map<lang::ExprId, std::vector<UaddrSite>> uaddr_of;  // uaddr() calls: one site per attach target
   std::map<lang::ExprId, std::vector<int64_t>> in_list_of;  // in_list() calls: the listed integers
+  // under_cgroup() calls: the cgroup's id and its level (the root is 0), or
+  // kEveryCgroup for under_cgroup(""), which is true.
+  std::map<lang::ExprId, std::pair<uint64_t, uint32_t>> under_cgroup_of;
+  static constexpr uint32_t kEveryCgroup = UINT32_MAX;
   // if statements whose condition the command line decides (getopt() flags
   // and integers, compares of known strings, and !, &&, || of them): the
   // branch taken. Only that branch is checked and lowered.

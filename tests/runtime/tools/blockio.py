@@ -64,14 +64,17 @@ class LoopDev:
             os.rmdir(self.dir)
             self.dir = None
 
-    def dd(self, write=True, bs=4096, count=1, seek=0):
+    def dd(self, write=True, bs=4096, count=1, seek=0, cgroup=None):
         """dd with direct I/O: `count` requests of `bs` bytes from block
-        `seek` (in bs units). Returns the dd process's pid."""
+        `seek` (in bs units), in the child of `cgroup` (toolrun.Cgroup) if
+        given. Returns the dd process's pid."""
         if write:
             argv = ["dd", "if=/dev/zero", "of=" + self.path, "oflag=direct", "seek=%d" % seek]
         else:
             argv = ["dd", "if=" + self.path, "of=/dev/null", "iflag=direct", "skip=%d" % seek]
         argv += ["bs=%d" % bs, "count=%d" % count, "status=none"]
+        if cgroup:
+            argv = cgroup.argv(argv)
         p = subprocess.Popen(argv)
         assert p.wait(timeout=30) == 0
         return p.pid

@@ -8,7 +8,7 @@ import unittest
 
 from blockio import LoopDev, run_counted
 from histrun import json_hists, text_hists, total
-from toolrun import mount_tracefs, run_tool, start_twin
+from toolrun import Cgroup, mount_tracefs, run_tool, start_twin
 
 WRITES, READS = 40, 24
 
@@ -41,6 +41,17 @@ class BiolatencyTest(unittest.TestCase):
         self.assertEqual(len(p), 1, run)
         rows = [r for r in hists[("usecs", "")] if r[2]]
         self.assertTrue(rows[0][0] <= p[0][0] <= p[0][1] <= p[0][2] <= p[0][3] <= rows[-1][1], (p, rows))
+
+    def test_cgroup(self):
+        # The writes of a dd in the child of a cgroup the test makes count;
+        # the reads of a dd outside it do not (-c names the parent).
+        with LoopDev() as dev, Cgroup("biolatency") as cg:
+            def io():
+                dev.dd(write=True, count=WRITES, cgroup=cg)
+                dev.dd(write=False, count=READS, seek=100)
+            run = run_tool(["biolatency", "-d", dev.name, "-c", cg.path], io)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(total(text_hists(run.lines)[("usecs", "")]), WRITES, run)
 
     def test_per_disk_and_flags_milliseconds(self):
         with LoopDev() as dev:

@@ -6,7 +6,7 @@ import re
 import unittest
 
 from blockio import LoopDev, run_counted
-from toolrun import mount_tracefs, run_tool
+from toolrun import Cgroup, mount_tracefs, run_tool
 
 HEADER = "TIME(s)     COMM           PID     DISK    T SECTOR     BYTES   LAT(ms)"
 WRITES, READS = 10, 6
@@ -39,6 +39,18 @@ class BiosnoopTest(unittest.TestCase):
         for r in rows:
             self.assertRegex(r[7], r"^\d+\.\d{3}$")
             self.assertLess(float(r[7]), 1000)
+
+    def test_cgroup(self):
+        # The writes of a dd in the child of a cgroup the test makes, not the
+        # reads of a dd outside it: -c names the parent.
+        with LoopDev() as dev, Cgroup("biosnoop") as cg:
+            def io():
+                self.wpid = dev.dd(write=True, bs=4096, count=WRITES, cgroup=cg)
+                self.rpid = dev.dd(write=False, bs=8192, count=READS, seek=20)
+            run = run_tool(["biosnoop", "-d", dev.name, "-c", cg.path], io)
+        self.assertEqual(run.rc, 0, run)
+        rows = [l.split() for l in run.lines[1:]]
+        self.assertEqual([r[1:7] for r in rows], self.expected(dev)[:WRITES], run)
 
     def test_queued_and_timestamp(self):
         with LoopDev() as dev:

@@ -7,7 +7,7 @@ import unittest
 
 from cpuwork import Work
 from histrun import json_hists, text_hists, total
-from toolrun import mount_tracefs, run_tool, start_twin
+from toolrun import Cgroup, mount_tracefs, run_tool, start_twin
 
 SLEEPS = 30
 
@@ -32,6 +32,18 @@ class CpudistTest(unittest.TestCase):
         # more on a busy machine; preemptions add short periods.
         self.assertGreaterEqual(total(h, low=8192, high=32768), SLEEPS - 3, run)
         self.assertLessEqual(total(h, low=8192), SLEEPS, run)
+
+    def test_cgroup(self):
+        # Only the threads of the cgroup (the sleeper, moved into its child),
+        # without -p: each sleep is one period off the CPU.
+        with Cgroup("cpudist") as cg, Work("sleep", 10, SLEEPS) as w:
+            cg.move(w.pid)
+            run = run_tool(["cpudist", "-O", "-P", "-c", cg.path], w.run)
+        self.assertEqual(run.rc, 0, run)
+        hists = text_hists(run.lines)
+        self.assertEqual(list(hists), [("usecs", "pid = %d, comm = cpu_work" % w.pid)], run)
+        h = hists[("usecs", "pid = %d, comm = cpu_work" % w.pid)]
+        self.assertGreaterEqual(total(h, low=8192, high=32768), SLEEPS - 3, run)
 
     def test_oncpu_periods(self):
         # 20 spins of 4 ms, each ending in a 2 ms sleep: at least 20 on-CPU

@@ -7,7 +7,7 @@ import re
 import unittest
 
 from socktraffic import Actor
-from toolrun import NetnsPair, mount_tracefs, run_tool
+from toolrun import Cgroup, NetnsPair, mount_tracefs, run_tool
 
 # An IPv4 and an IPv6 session: the client sends UP KiB in one sendall, the
 # server receives them in one recv (MSG_WAITALL), then replies DOWN KiB the
@@ -42,13 +42,20 @@ class TcptopTest(unittest.TestCase):
     def setUpClass(cls):
         mount_tracefs()
 
-    def traffic(self, args):
-        """Runs tcptop `args` -p PID around TRAFFIC; returns (run, actor, sessions)."""
+    def traffic(self, args, cgroup=None):
+        """Runs tcptop `args` -p PID around TRAFFIC (with a Cgroup: the actor
+        in its child and -c of the cgroup, no -p); returns (run, actor,
+        sessions)."""
         with NetnsPair("ttop") as pair:
             actor = Actor(pair, "a", "bstt%d" % (os.getpid() % 100000), TRAFFIC)
             out = []
             try:
-                run = run_tool(["tcptop", "-p", str(actor.pid)] + args, lambda: out.extend(actor.go()), settle=2.2)
+                if cgroup:
+                    cgroup.move(actor.pid)
+                    args = ["-c", cgroup.path] + args
+                else:
+                    args = ["-p", str(actor.pid)] + args
+                run = run_tool(["tcptop"] + args, lambda: out.extend(actor.go()), settle=2.2)
             finally:
                 actor.kill()
         self.assertEqual(run.rc, 0, run)
@@ -79,6 +86,27 @@ class TcptopTest(unittest.TestCase):
         run, actor, sessions = self.traffic(["-C", "-f", "json", "1"])
         rows, _ = self.summed(run, actor)
         self.assertEqual(rows, self.expected(actor, sessions), run)
+
+    def test_cgroup(self):
+        with Cgroup("tcptop") as cg:
+            run, actor, sessions = self.traffic(["-C", "-f", "json", "1"], cgroup=cg)
+        rows, _ = self.summed(run, actor)  # every row is the actor's
+        self.assertEqual(rows, self.expected(actor, sessions), run)
+
+    def test_sort_by_sent_or_received(self):
+        # The IPv4 client sends 200 KiB and receives 40; its server the
+        # reverse. Each table is in the order of the column -s names.
+        for sort, column in (("sent", "tx_kb"), ("received", "rx_kb")):
+            run, actor, sessions = self.traffic(["-C", "-4", "-s", sort, "-f", "json", "1"])
+            rows, tables = self.summed(run, actor)
+            self.assertEqual(rows, {k: v for k, v in self.expected(actor, sessions).items()
+                                    if not k[0].startswith("[")}, run)
+            for t in tables:
+                values = [r[column] for r in t["data"]]
+                self.assertEqual(values, sorted(values, reverse=True), run)
+            # The traffic takes milliseconds from the start, far from the
+            # first interval's end: both rows are in one table, 200 first.
+            self.assertIn([200, 40], [[r[column] for r in t["data"]] for t in tables], run)
 
     def test_ipv4_only_and_rows_limit(self):
         run, actor, sessions = self.traffic(["-C", "-4", "-r", "1", "-f", "json", "1"])

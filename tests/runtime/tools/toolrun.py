@@ -136,6 +136,38 @@ def start_twin(argv, header):
     return p
 
 
+class Cgroup:
+    """A cgroup v2 directory the test makes, with a `child` directory below
+    it, removed at exit (once the processes moved into them have ended)."""
+
+    def __init__(self, tag):
+        root = next(l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2")
+        self.path = os.path.join(root, "bpfscope_%s_%d" % (tag, os.getpid()))
+        self.child = os.path.join(self.path, "child")
+
+    def __enter__(self):
+        os.makedirs(self.child)
+        return self
+
+    def __exit__(self, *exc):
+        for d in (self.child, self.path):
+            for _ in range(50):  # a process that just ended may still count
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+    def move(self, pid, child=True):
+        """Moves process `pid` into the child (or the directory itself)."""
+        with open(os.path.join(self.child if child else self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def argv(self, argv, child=True):
+        """`argv` run inside the child (or the directory itself)."""
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.child if child else self.path] + list(argv)
+
+
 class NetnsPair:
     """Two network namespaces joined by a veth pair: A at 10.200.X.1 / fdc8:X::1,
     B at .2 / ::2 (X from the pid). Deleted on exit, also on failure. The
