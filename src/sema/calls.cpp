@@ -94,6 +94,14 @@ std::expected<uint32_t, std::string> cgroup_level_of(const std::string& path) {
 
 }  // namespace
 
+std::optional<std::string> Checker::known_string_arg(ExprId id, std::string_view function) {
+  const Expr& e = ast_.expr(id);
+  expr(e.args[0]);
+  std::optional<std::string> s = const_string(e.args[0]);
+  if (!s) error(e.loc, fmt::format("{}() expects a string literal ({} provided)", function, provided(e.args[0])));
+  return s;
+}
+
 // uaddr("sym"): the run-time address of a symbol in each probed binary, a
 // pointer to an integer of the symbol's size (1, 2, 4, else 8 bytes).
 Type Checker::uaddr_call(ExprId id) {
@@ -516,13 +524,8 @@ Type Checker::call(ExprId id) {
       return Type::timestamp();
     }
     case Function::Cgroupid: {
-      // A string known when compiling: a literal, a string getopt(), $1.
-      expr(e.args[0]);
-      const std::optional<std::string> path = const_string(e.args[0]);
-      if (!path) {
-        error(e.loc, fmt::format("cgroupid() expects a string literal ({} provided)", provided(e.args[0])));
-        return Type::none();
-      }
+      const std::optional<std::string> path = known_string_arg(id, "cgroupid");
+      if (!path) return Type::none();
       auto cg = cgroup_id_of(*path);
       if (!cg) {
         error(e.loc, fmt::format("Failed to get `cgroupid` for path: \"{}\": {}", *path, cg.error()));
@@ -533,12 +536,8 @@ Type Checker::call(ExprId id) {
     }
     case Function::UnderCgroup: {
       // The cgroup is found when compiling, as cgroupid()'s.
-      expr(e.args[0]);
-      const std::optional<std::string> path = const_string(e.args[0]);
-      if (!path) {
-        error(e.loc, fmt::format("under_cgroup() expects a string literal ({} provided)", provided(e.args[0])));
-        return Type::none();
-      }
+      const std::optional<std::string> path = known_string_arg(id, "under_cgroup");
+      if (!path) return Type::none();
       if (path->empty()) {  // no cgroup (a tool's -c not given): every task
         out_.under_cgroup_of[id] = {0, TypedProgram::kEveryCgroup};
         return Type::boolean();

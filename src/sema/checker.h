@@ -139,6 +139,10 @@ class Checker {
   Type in_list_call(ExprId id);
 
   std::optional<std::string> const_string(ExprId id) const;
+  // The first argument of call `id` (to `function`), checked: a string
+  // known when compiling (a literal, a string getopt(), $1); else nullopt,
+  // reported.
+  std::optional<std::string> known_string_arg(ExprId id, std::string_view function);
 
   static std::string probe_type_name(ProbeKind k);
 
