@@ -444,7 +444,12 @@ Type Checker::call(ExprId id) {
       if (next < e.args.size()) {
         auto limit = constant(e.args[next]);
         if (!limit || *limit < 1 || *limit > 127) {
-          error(ast_.expr(e.args[next]).loc, "the stack limit must be a constant from 1 to 127");
+          const Expr& l = ast_.expr(e.args[next]);
+          if (limit && l.kind == ExprKind::Call && !l.args.empty())  // an integer getopt(): the option is at fault
+            error(l.loc, fmt::format("--{} must be from 1 to 127 (a stack limit), got {}", ast_.expr(l.args[0]).sval,
+                                     *limit));
+          else
+            error(l.loc, "the stack limit must be a constant from 1 to 127");
           return Type::none();
         }
         frames = *limit;

@@ -520,7 +520,8 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, Function f) {
   set(target_id, Type::none());
 }
 
-// A compile-time integer constant: literals, negated literals, numeric positionals.
+// A compile-time integer constant: literals, negated literals, numeric
+// positionals, integer getopt().
 std::optional<int64_t> Checker::constant(ExprId id) {
   const Expr& e = ast_.expr(id);
   expr(id);
@@ -530,6 +531,9 @@ std::optional<int64_t> Checker::constant(ExprId id) {
     if (v) return -*v;
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
+  // An integer option: kstack(bcc, getopt("perf-max-stack-depth", 127)).
+  if (e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt && out_.type_of(id).kind == TypeKind::Int)
+    return out_.const_of[id];
   return std::nullopt;
 }
 

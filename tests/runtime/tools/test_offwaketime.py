@@ -115,6 +115,19 @@ class WakeuptimeTest(unittest.TestCase):
         total = sum(b[3] for b in piped)
         self.assertTrue((N - 1) * MS * 1000 * 0.9 <= total <= N * (MS + 20) * 1000, (total, run))
 
+    def test_stack_depth(self):
+        # --perf-max-stack-depth 4: the waker's 4 innermost kernel frames
+        # (BPF's own two, then the wakeup's), the blocked time all the same.
+        with Work("pipe", MS, N) as w:
+            run = run_tool(["wakeuptime", "-p", str(w.pid), "--perf-max-stack-depth", "4"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        blocks = [b for b in wakeup_blocks(run.lines[1:]) if b[2] == "cpu_work"]
+        self.assertTrue(blocks, run)
+        for b in blocks:
+            self.assertLessEqual(len(b[1]), 4, run)
+        total = sum(b[3] for b in blocks)
+        self.assertTrue((N - 1) * MS * 1000 * 0.9 <= total <= N * (MS + 20) * 1000, (total, run))
+
     def test_json(self):
         with Work("pipe", MS, N) as w:
             run = run_tool(["-f", "json", "wakeuptime", "-p", str(w.pid)], w.run)

@@ -135,6 +135,26 @@ class OffcputimeTest(unittest.TestCase):
         self.assertNotEqual(nap[0][2], w.pid)
         self.assertTrue(ONE_SLEEP_MAY_BE_MISSED * 150000 <= sum(s[3] for s in nap) <= 10 * 35000, run)
 
+    def test_stack_depth(self):
+        # --perf-max-stack-depth 3: 3 kernel frames (the BPF program's own,
+        # bpf_trace_run4, __schedule) and 3 user frames at most.
+        with Work("sleep", 20, 10) as w:
+            run = run_tool(["offcputime", "-p", str(w.pid), "--perf-max-stack-depth", "3"], w.run)
+        self.assertEqual(run.rc, 0, run)
+        parsed = stacks(run.lines)
+        self.assertTrue(parsed, run)
+        for frames, _, _, _ in parsed:
+            self.assertLessEqual(len(frames), 6, run)
+        self.assertNotIn("do_nanosleep", {f for s in parsed for f in s[0]}, run)
+        sleep = with_frame(parsed, "cpu_sleep", w.pid)
+        self.assertTrue(ONE_SLEEP_MAY_BE_MISSED * 200000 <= sum(s[3] for s in sleep) <= 10 * 40000, run)
+        import subprocess
+        from toolrun import BPFSCOPE
+        r = subprocess.run([BPFSCOPE, "offcputime", "--perf-max-stack-depth", "200", "1"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("offcputime: --perf-max-stack-depth must be from 1 to 127 (a stack limit), got 200", r.stderr)
+
     def test_min_block_time_and_json(self):
         with Work("sleep", 5, 20, "sleep", 60, 3) as w:
             run = run_tool(["-f", "json", "offcputime", "-p", str(w.pid), "-m", "30000"], w.run)
