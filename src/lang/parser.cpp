@@ -467,7 +467,6 @@ void Parser::c_definition() {
   reset(r.end);
 }
 
-// config = { key = value; ... }: keys and values kept as raw text.
 // import "path"; (load_imports() has read the file): in the preamble only.
 void Parser::parse_import() {
   const Loc at_import = tok_.loc();
@@ -479,6 +478,7 @@ void Parser::parse_import() {
   if (seen_probe_) report(join(at_import, path), "import must come before the first probe");
 }
 
+// config = { key = value; ... }: keys and values kept as raw text.
 void Parser::parse_config() {
   advance();  // config
   if (!expect(Tok::Assign) || !expect(Tok::LBrace)) return;
