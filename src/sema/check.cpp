@@ -601,6 +601,12 @@ std::optional<bool> Checker::known_condition(ExprId id) const {
     if (*a == decides) return decides;
     return known_condition(e.args[1]);
   }
+  // under_cgroup(""): a tool run without -c.
+  if (e.kind == ExprKind::Call && out_.function_of[id] == Function::UnderCgroup) {
+    auto it = out_.under_cgroup_of.find(id);
+    if (it != out_.under_cgroup_of.end() && it->second.second == TypedProgram::kEveryCgroup) return true;
+    return std::nullopt;
+  }
   // A string getopt()'s const_of is an index into const_strings.
   if (!out_.type_of(id).is_int() || !out_.const_of[id]) return std::nullopt;
   const bool option = e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt;

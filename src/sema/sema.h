@@ -196,7 +196,8 @@ struct TypedProgram {
   std::map<lang::ExprId, std::pair<uint64_t, uint32_t>> under_cgroup_of;
   static constexpr uint32_t kEveryCgroup = UINT32_MAX;
   // if statements whose condition the command line decides (getopt() flags
-  // and integers, compares of known strings, and !, &&, || of them): the
+  // and integers, compares of known strings, under_cgroup(""), and !, &&,
+  // || of them): the
   // branch taken. Only that branch is checked and lowered.
   std::map<lang::StmtId, bool> known_if;
   // vmlinux BTF, loaded on first use (casts, curtask, enum constants); for
