@@ -309,14 +309,16 @@ def main():
     ap.add_argument("--bpfscope", required=True)
     ap.add_argument("--filter", default="")
     ap.add_argument("--helpers", default="", help="directory of the helper programs ({helpers} in cases)")
-    ap.add_argument("cases")
+    ap.add_argument("cases", help="the cases directory, or one .cases file in it")
     args = ap.parse_args()
     CASES_DIR = os.path.abspath(args.cases)
+    files = sorted(glob.glob(os.path.join(CASES_DIR, "*.cases")))
+    if os.path.isfile(CASES_DIR):
+        files, CASES_DIR = [CASES_DIR], os.path.dirname(CASES_DIR)
     os.environ["HELPERS"] = os.path.abspath(args.helpers) if args.helpers else ""
     # Script helpers (python) live in the source tree beside the cases.
     os.environ["HELPERS_SRC"] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers")
     bpfscope = os.path.abspath(args.bpfscope)
-    files = sorted(glob.glob(os.path.join(CASES_DIR, "*.cases")))
     passed = failed = skipped = 0
     for path in files:
         for case in parse(path):
