@@ -604,13 +604,10 @@ void Lowerer::send(int32_t action, const std::vector<Arg>& args) {
 // Outputs a record built in scratch to the ring buffer.
 void Lowerer::submit(VregId rec, uint32_t size) {
   VregId r = b_.call(BPF_FUNC_ringbuf_output, {b_.map_fd(m_.support.ringbuf), rec, b_.imm(size), b_.imm(0)});
-  BlockId lost = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
+  BlockId lost = b_.new_block(), join = b_.new_block();
   b_.branch_imm(ir::Cond::Ne, r, 0, lost, join);
   b_.set_block(lost);
-  VregId ptr = array_elem(m_.support.lost, 0);
-  b_.branch_imm(ir::Cond::Eq, ptr, 0, join, counted);
-  b_.set_block(counted);
-  b_.atomic_add(ptr, 0, b_.imm(1));
+  b_.atomic_add(b_.map_value(m_.support.lost, 0), 0, b_.imm(1));
   b_.jump(join);
   b_.set_block(join);
 }

@@ -15,7 +15,7 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
   specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
   specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
-  specs[m.support.lost] = {BPF_MAP_TYPE_PERCPU_ARRAY, "lost", 4, 8, 1};
+  specs[m.support.lost] = {BPF_MAP_TYPE_ARRAY, "lost", 4, 8, 1, BPF_F_MMAPABLE};
   specs[m.support.failed] = {BPF_MAP_TYPE_PERCPU_ARRAY, "failed", 4, 8,
                              std::max<uint32_t>(1, static_cast<uint32_t>(p.maps.size()))};
   specs[m.support.control] = {BPF_MAP_TYPE_ARRAY, "control", 4, 8, 1};

@@ -362,6 +362,11 @@ std::string json_attached(uint64_t probes) {
                      probes);
 }
 
+std::string json_missed(const std::string& probe, uint64_t firings, const std::string& reason) {
+  return fmt::format("{{\"type\": \"missed\", \"data\": {{\"probe\": {}, \"firings\": {}, \"reason\": {}}}}}\n",
+                     json_string(probe), firings, json_string(reason));
+}
+
 std::string json_lost(uint64_t events) {
   return fmt::format("{{\"type\": \"lost_events\", \"count\": {0}, \"data\": {{\"events\": {0}}}}}\n",
                      events);

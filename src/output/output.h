@@ -477,6 +477,8 @@ std::string json_attached(uint64_t probes);
 
 // `{"type": "lost_events", "count": N, "data": {"events": N}}`.
 std::string json_lost(uint64_t events);
+// Probe firings the kernel did not run the probe's program for (at exit).
+std::string json_missed(const std::string& probe, uint64_t firings, const std::string& reason);
 
 // A helper call that failed (-k, or a full map): `{"type": "helper_error", "msg":
 // ..., "helper": "map_update_elem", "retcode": -7, "filename": ..., "line": L, "col": C, "text": T}`,

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -241,6 +242,7 @@ class Session {
   ~Session() {
     if (out_ && out_ != stdout) fclose(out_);
     if (rb_) ring_buffer__free(rb_);
+    if (lost_) munmap(const_cast<uint64_t*>(lost_), lost_bytes_);
   }
 
   int run(std::optional<Child> child) {
@@ -434,6 +436,13 @@ class Session {
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
     if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
+    // The lost-record counter is read from memory while tracing: a bpf()
+    // lookup would raise bpf_prog_active on its CPU, and the kernel skips
+    // tracepoint and perf-event programs that fire there meanwhile.
+    lost_bytes_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* lost = mmap(nullptr, lost_bytes_, PROT_READ, MAP_SHARED, map_fds_[m_.support.lost].get(), 0);
+    if (lost == MAP_FAILED) return fail_unlocated(fmt::format("mapping the lost-record counter: {}", strerror(errno)));
+    lost_ = static_cast<const volatile uint64_t*>(lost);
     return 0;
   }
 
@@ -934,14 +943,7 @@ class Session {
     }
   }
 
-  uint64_t lost_total() {
-    std::vector<uint64_t> v(ncpus_);
-    uint32_t key = 0;
-    if (bpf_map_lookup_elem(map_fds_[m_.support.lost].get(), &key, v.data()) != 0) return 0;
-    uint64_t total = 0;
-    for (auto x : v) total += x;
-    return total;
-  }
+  uint64_t lost_total() const { return lost_ ? *lost_ : 0; }
 
   void report_lost(bool final) {
     uint64_t total = lost_total();
@@ -953,18 +955,38 @@ class Session {
       lost_reported_ = total;
     }
     if (final && total > 0) fmt::print(stderr, "WARNING: Total lost event count: {}\n", total);
-    if (final) {
-      // Firings the kernel skipped: the probe fired while a BPF program was
-      // running on that CPU (an interrupt during a tracepoint program).
-      uint64_t missed = 0;
-      for (const auto& fd : prog_fds_)
-        if (fd.get() >= 0) missed += bpf::recursion_misses(fd.get());
-      for (const auto& fds : target_fds_)
-        for (const auto& fd : fds) missed += bpf::recursion_misses(fd.get());
-      if (missed > 0)
-        fmt::print(stderr, "WARNING: {} probe firing{} missed: the kernel skips a BPF program that fires while another "
-                   "runs on the same CPU\n", missed, missed == 1 ? " was" : "s were");
+    if (final) report_missed();
+  }
+
+  // At exit, per probe: the firings the kernel did not run its program for,
+  // as the kernel counts them (bpf_prog_info.recursion_misses), on stderr
+  // and, with -f json, as a "missed" message. docs/accuracy.md says when
+  // each kind of probe is skipped.
+  void report_missed() {
+    for (size_t i = 0; i < prog_fds_.size(); ++i) {
+      const auto& unit = p_.units[m_.unit_of[i]];
+      if (target_fds_[i].empty()) {
+        if (prog_fds_[i].get() < 0) continue;
+        std::string name;
+        for (const auto& point : p_.ast->probes[unit.probe_index].points)
+          name += (name.empty() ? "" : ",") + point.text;
+        report_missed_probe(name, unit.mechanism, bpf::recursion_misses(prog_fds_[i].get()));
+      } else {
+        // One program per target (tp_btf, fentry): each counts its own.
+        for (size_t j = 0; j < target_fds_[i].size(); ++j)
+          report_missed_probe(unit.targets[j].name, unit.mechanism, bpf::recursion_misses(target_fds_[i][j].get()));
+      }
     }
+  }
+
+  void report_missed_probe(const std::string& probe, sema::ProbeKind mechanism, uint64_t n) {
+    if (n == 0) return;
+    const char* why = mechanism == sema::ProbeKind::Tracepoint
+                          ? "the kernel skips a tracepoint's program while another BPF program or a bpf() map call "
+                            "is active on that CPU; rawtracepoint: (tp_btf) is skipped only when it interrupts itself"
+                          : "the kernel skips a program that fires while it is already running on that CPU";
+    fmt::print(stderr, "WARNING: {}: {} firing{} missed: {}\n", probe, n, n == 1 ? " was" : "s were", why);
+    if (o_.json) emit_out(output::json_missed(probe, n, why));
   }
 
   void loop(int watch_pid) {
@@ -1066,6 +1088,8 @@ class Session {
   bool ignore_records_ = false;
   int exit_code_ = 0;
   uint64_t lost_reported_ = 0;
+  const volatile uint64_t* lost_ = nullptr;  // the lost map's one counter, mapped
+  size_t lost_bytes_ = 0;
   int child_pid_ = -1;
   bool child_reaped_ = false;
 };

@@ -84,7 +84,7 @@ std::set<BlockId> return0_blocks(const Function& f) {
 bool uses_map(const Function& f, uint32_t map) {
   for (const auto& b : f.blocks)
     for (const auto& i : b.insts)
-      if (i.op == Opcode::MapFd && i.imm == map) return true;
+      if ((i.op == Opcode::MapFd || i.op == Opcode::MapValue) && i.imm == map) return true;
   return false;
 }
 

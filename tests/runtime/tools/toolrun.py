@@ -45,7 +45,7 @@ class Run:
         (a BPF program already running on that CPU) and ring buffer losses."""
         n = 0
         for line in self.stderr.splitlines():
-            m = re.match(r"^WARNING: (\d+) probe firings? (was|were) missed", line) or \
+            m = re.match(r"^WARNING: .+: (\d+) firings? (was|were) missed", line) or \
                 re.match(r"^WARNING: Total lost event count: (\d+)", line)
             if m:
                 n += int(m.group(1))
