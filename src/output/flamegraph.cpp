@@ -306,6 +306,7 @@ constexpr const char* kScript = R"JS(
   }
   function fade(f, faded) { f.g.style.opacity = faded ? "0.6" : ""; }
   function frameOf(node) {
+    load();  // a fresh page: the frames are numbered on first use
     while (node && node !== group && node.fgIndex === undefined) node = node.parentNode;
     return node && node.fgIndex !== undefined ? load()[node.fgIndex] : null;
   }

@@ -2,12 +2,17 @@
 of known shape (tests/runtime/helpers/cpu_work.c), opened in headless
 Chromium: the spinning function is in the CPU graph, the sleeping one in the
 off-CPU graph, the pipe reader and its waker meet at "--" in the off-wake
-graph; a click zooms a frame to the full width, the search highlights
-matches and says their share, reset restores the graph.
+graph; a click zooms a frame to the full width (the first click on a fresh
+page too), hovering tells a frame's details, the search (Ctrl+F) highlights
+matches and says their share, the reset button and Escape restore the graph.
 
-The browser checks skip when chromium is missing (scripts/test.sh installs
-it). Set FLAMEGRAPH_SHOTS=DIR to keep the screenshots (cpu.png,
-offwake.png) there."""
+The browser checks drive the page as a person does, with real mouse and key
+events, and read only what it shows (browser.py): never its own script.
+They skip when chromium is missing (scripts/test.sh installs it). Set
+FLAMEGRAPH_SHOTS=DIR to keep the screenshots there: NAME-zoom.png zoomed by
+the click, NAME.png after Escape (NAME: cpu, offcpu, offwake)."""
+import collections
+import json
 import os
 import re
 import subprocess
@@ -18,54 +23,28 @@ import browser
 from cpuwork import Work
 from toolrun import BPFSCOPE, mount_tracefs, run_tool
 
-# The browser side of the checks: every frame's name, zoom by a click on the
-# frame named ZOOM, search SEARCH, then reset.
-CHECKS = r"""
-  var frames = fg.frames();
-  var svg = document.getElementById("fg-svg");
-  var full = +svg.getAttribute("data-plot-width");
-  var out = {full: full, count: frames.length, names: {},
-             title: document.getElementById("fg-title").textContent,
-             subtitle: document.getElementById("fg-subtitle").textContent};
-  frames.forEach(function (f) { out.names[f.name] = (out.names[f.name] || 0) + 1; });
-  var z = frames.filter(function (f) { return f.name === ZOOM; })
-                .sort(function (a, b) { return b.w - a.w; })[0];
-  if (!z) return out;
-  out.zoomTitle = z.title;
-  out.zoomFill = z.fill;
-  out.before = +z.rect.getAttribute("width");
-  z.rect.dispatchEvent(new MouseEvent("click", {bubbles: true}));
-  out.after = +z.rect.getAttribute("width");
-  out.afterX = +z.rect.getAttribute("x");
-  out.hidden = frames.filter(function (f) { return f.g.style.display === "none"; }).length;
-  out.label = z.text ? z.text.textContent : "";
-  out.resetShown = document.getElementById("fg-reset").style.display !== "none";
-  out.share = fg.search(SEARCH);
-  out.matched = document.getElementById("fg-matched").textContent;
-  out.highlighted = frames.filter(function (f) {
-    return f.rect.getAttribute("fill") === "#e600e6"; }).map(function (f) { return f.name; });
-  out.searchPercents = frames.filter(function (f) { return new RegExp(SEARCH).test(f.name); })
-                             .map(function (f) { return f.title; });
-  document.getElementById("fg-reset").dispatchEvent(new MouseEvent("click", {bubbles: true}));
-  out.reset = +z.rect.getAttribute("width");
-  out.hiddenAfterReset = frames.filter(function (f) { return f.g.style.display === "none"; }).length;
-  fg.search(null);
-  out.highlightedAfterClear = frames.filter(function (f) {
-    return f.rect.getAttribute("fill") === "#e600e6"; }).length;
-  // Off-wake: frames stacked on a blocked frame named BLOCKED, at its x.
-  var b = frames.filter(function (f) { return f.name === BLOCKED; })[0];
-  if (b) {
-    var above = function (f) { return f.y < b.y && f.x >= b.x - 0.01 && f.x + f.w <= b.x + b.w + 0.01; };
-    out.aboveBlocked = frames.filter(above).sort(function (p, q) { return q.y - p.y; })
-                             .map(function (f) { return f.name; });
-  }
-  return out;
+# Every frame as the page shows it, in document order (a frame is a <g>: its
+# <title>, its <rect>, a <text> label where one fits): plain reads of the
+# document, nothing of the page's own script.
+FRAMES = r"""
+Array.from(document.querySelectorAll("#fg-frames > g")).map(function (g) {
+  var title = g.querySelector("title").textContent, r = g.querySelector("rect"), t = g.querySelector("text"),
+      b = r.getBoundingClientRect();
+  return {title: title, name: title.slice(0, title.lastIndexOf(" (")),
+          x: +r.getAttribute("x"), w: +r.getAttribute("width"), y: +r.getAttribute("y"),
+          fill: r.getAttribute("fill"), hidden: getComputedStyle(g).display === "none",
+          label: t ? t.textContent : "", box: [b.x, b.y, b.width, b.height]};
+})
 """
 
+# The width of the i-th frame's rect.
+WIDTH = 'document.querySelectorAll("#fg-frames > g")[%d].querySelector("rect").getAttribute("width")'
+MATCH = "#e600e6"  # the fill of a frame the search matched
 
-def checks(zoom, search, blocked=""):
-    js = CHECKS.replace("ZOOM", '"%s"' % zoom).replace("SEARCH", '"%s"' % search)
-    return js.replace("BLOCKED", '"%s"' % blocked)
+
+def centre(frame):
+    x, y, w, h = frame["box"]
+    return x + w / 2, y + h / 2
 
 
 def percent(title):
@@ -97,18 +76,130 @@ class FlameGraphRunTest(unittest.TestCase):
         with open(self.svg) as f:
             return f.read()
 
+    def wait_width(self, page, i, width, what):
+        """Waits until the i-th frame's rect is `width` wide."""
+        page.wait_for("Math.abs(+%s - %r) < 0.01" % (WIDTH % i, width), what)
+
+    def wait_details(self, page, text, what):
+        """Waits until the details line under the graph says `text`."""
+        page.wait_for("document.getElementById('fg-details').textContent === %s" % json.dumps(text), what)
+
+    def explore(self, name, zoom, search, blocked=""):
+        """Uses the graph in Chromium as a person does and returns what it
+        showed: its frames; a click on the widest frame named `zoom`, the
+        very first thing done on a fresh page; the reset button; on a fresh
+        page again, hovering, the click, a search for `search` (Ctrl+F and
+        the prompt) and Escape. With `blocked`: the names of the frames
+        stacked on the first frame of that name, bottom up. Saves
+        NAME-zoom.png (zoomed) and NAME.png (at the end, all back)."""
+        shots = shots_dir() or self.dir.name
+        r = {}
+        with browser.Page() as page:
+            page.open(self.svg)
+            full = float(page.attr("#fg-svg", "data-plot-width"))
+            pad = float(page.attr("#fg-svg", "data-pad"))
+            before = page.read(FRAMES)
+            r.update(full=full, pad=pad, count=len(before), names=collections.Counter(f["name"] for f in before),
+                     title=page.text("#fg-title"), subtitle=page.text("#fg-subtitle"))
+            b = next((f for f in before if f["name"] == blocked), None)
+            if b:
+                above = [f for f in before if f["y"] < b["y"] and f["x"] >= b["x"] - 0.01
+                         and f["x"] + f["w"] <= b["x"] + b["w"] + 0.01]
+                r["aboveBlocked"] = [f["name"] for f in sorted(above, key=lambda f: -f["y"])]
+            named = [i for i, f in enumerate(before) if f["name"] == zoom]
+            if not named:
+                return r
+            z = max(named, key=lambda i: before[i]["w"])
+            r.update(zoomTitle=before[z]["title"], zoomFill=before[z]["fill"], before=before[z]["w"])
+
+            # The first action on the fresh page: a click on the frame zooms it.
+            page.click(*centre(before[z]))
+            self.wait_width(page, z, full, "the first click on a fresh page to zoom %s to the full width" % zoom)
+            zoomed = page.read(FRAMES)
+            r.update(after=zoomed[z]["w"], afterX=zoomed[z]["x"], afterBox=zoomed[z]["box"],
+                     hidden=sum(f["hidden"] for f in zoomed), label=zoomed[z]["label"],
+                     resetShown=page.shown("#fg-reset"))
+            page.screenshot(os.path.join(shots, name + "-zoom.png"))
+            self.assertGreater(os.path.getsize(os.path.join(shots, name + "-zoom.png")), 1000)
+            # The reset button puts the frames back.
+            page.click(*page.centre("#fg-reset"))
+            self.wait_width(page, z, before[z]["w"], "the reset button to unzoom %s" % zoom)
+            back = page.read(FRAMES)
+            r.update(reset=back[z]["w"], hiddenAfterReset=sum(f["hidden"] for f in back),
+                     resetShownAfterReset=page.shown("#fg-reset"))
+
+            # A fresh page again, where the mouse first hovers the frame: the
+            # details line says its title, and nothing once the mouse leaves.
+            page.open(self.svg)
+            page.hover(*centre(before[z]))
+            self.wait_details(page, before[z]["title"], "the details of the hovered %s" % zoom)
+            r["hoverDetails"] = page.text("#fg-details")
+            page.hover(*page.centre("#fg-title"))
+            self.wait_details(page, "", "the details to go when the mouse leaves the frames")
+            # Zoomed, the frames still shown tell their details too.
+            page.click(*centre(before[z]))
+            self.wait_width(page, z, full, "a click to zoom %s" % zoom)
+            shown = page.read(FRAMES)
+            other = next(i for i, f in enumerate(shown) if i != z and not f["hidden"] and f["box"][2] > 4)
+            page.hover(*centre(shown[other]))
+            self.wait_details(page, shown[other]["title"], "the details of a frame hovered in the zoomed graph")
+            r["otherDetails"] = page.text("#fg-details")
+
+            # Ctrl+F asks for a regular expression: the matching frames turn
+            # magenta and the line under the graph says their share.
+            page.answer_prompt(search)
+            page.key("f", ctrl=True)
+            page.wait_for("document.getElementById('fg-matched').textContent", "the search to say what it matched")
+            found = page.read(FRAMES)
+            r.update(dialogs=list(page.dialogs), matched=page.text("#fg-matched"),
+                     searchButton=page.text("#fg-search"),
+                     highlighted=[f["name"] for f in found if f["fill"] == MATCH],
+                     searchPercents=[f["title"] for f in found if re.search(search, f["name"])])
+            m = re.match(r"Matched: ([0-9.]+)%", r["matched"])
+            r["share"] = float(m.group(1)) if m else None
+
+            # Escape: the whole graph again, nothing highlighted.
+            page.key("Escape")
+            page.wait_for("document.getElementById('fg-matched').textContent === ''", "Escape to end the search")
+            self.wait_width(page, z, before[z]["w"], "Escape to unzoom %s" % zoom)
+            end = page.read(FRAMES)
+            r.update(highlightedAfterClear=sum(f["fill"] == MATCH for f in end),
+                     hiddenAfterEscape=sum(f["hidden"] for f in end),
+                     movedAfterEscape=[f["title"] for f, g in zip(end, before)
+                                       if abs(f["x"] - g["x"]) > 0.01 or abs(f["w"] - g["w"]) > 0.01
+                                       or f["fill"] != g["fill"]],
+                     resetShownAfterEscape=page.shown("#fg-reset"), searchButtonAfterClear=page.text("#fg-search"),
+                     errors=list(page.errors))
+            page.screenshot(os.path.join(shots, name + ".png"))
+        return r
+
     def assert_interactive(self, r, zoom):
-        """A click zoomed `zoom` to the full width and reset put it back."""
-        self.assertNotIn("error", r, r)
+        """The first click on a fresh page zoomed `zoom` to the full width,
+        the reset button and Escape put it back, hovering told frames'
+        details, and the search asked for its pattern."""
+        self.assertEqual(r["errors"], [], r)
         self.assertLess(r["before"], r["full"] - 1, r)
         self.assertAlmostEqual(r["after"], r["full"], delta=0.01)
-        self.assertAlmostEqual(r["afterX"], 10, delta=0.01)
+        self.assertAlmostEqual(r["afterX"], r["pad"], delta=0.01)
+        self.assertEqual(r["pad"], 10, r)
+        # As drawn in the window: from the left margin across the plot.
+        self.assertAlmostEqual(r["afterBox"][0], r["pad"], delta=0.5)
+        self.assertAlmostEqual(r["afterBox"][2], r["full"], delta=0.5)
         self.assertTrue(r["resetShown"], r)
         self.assertGreater(r["hidden"], 0, r)
         self.assertTrue(r["label"].startswith(zoom[:3]), r)
         self.assertAlmostEqual(r["reset"], r["before"], delta=0.01)
         self.assertEqual(r["hiddenAfterReset"], 0, r)
+        self.assertFalse(r["resetShownAfterReset"], r)
+        self.assertEqual(r["hoverDetails"], r["zoomTitle"], r)
+        self.assertRegex(r["otherDetails"], r"^.+ \([0-9,]+( \w+)?, [0-9.]+%\)$")
+        self.assertEqual(r["dialogs"], [("prompt", "Search (regular expression):")], r)
+        self.assertEqual(r["searchButton"], "Clear search", r)
         self.assertEqual(r["highlightedAfterClear"], 0, r)
+        self.assertEqual(r["hiddenAfterEscape"], 0, r)
+        self.assertEqual(r["movedAfterEscape"], [], r)
+        self.assertFalse(r["resetShownAfterEscape"], r)
+        self.assertEqual(r["searchButtonAfterClear"], "Search", r)
 
     def test_cpu_graph_of_profile(self):
         # Two functions on CPU, so that a click has somewhere to zoom.
@@ -122,7 +213,7 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertIn(">CPU Flame Graph</text>", svg)
         if not browser.CHROMIUM:
             self.skipTest("chromium not installed")
-        r = browser.probe(self.svg, checks("cpu_spin", "cpu_s.in"))
+        r = self.explore("cpu", "cpu_spin", "cpu_s.in")
         self.assertIn("cpu_spin", r["names"], r)
         self.assertIn("main", r["names"], r)
         self.assertIn("cpu_work", r["names"], r)
@@ -137,9 +228,6 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertIn("cpu_calls", r["names"], r)
         self.assertRegex(r["matched"], r"^Matched: [0-9.]+% \(\d+ frames?\)$")
         self.assertTrue(r["zoomFill"].startswith("#"), r)
-        d = shots_dir()
-        png = os.path.join(d or self.dir.name, "cpu.png")
-        browser.screenshot(self.svg, png)
 
     def test_offcpu_graph_of_offcputime(self):
         with Work("sleep", 20, 10, "pipe", 15, 10) as w:
@@ -150,7 +238,7 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertIn(">Sleeps &amp; &lt;naps&gt;</text>", svg)
         if not browser.CHROMIUM:
             self.skipTest("chromium not installed")
-        r = browser.probe(self.svg, checks("cpu_sleep", "nanosleep"))
+        r = self.explore("offcpu", "cpu_sleep", "nanosleep")
         self.assertEqual(r["title"], "Sleeps & <naps>")
         self.assertIn("cpu_sleep", r["names"], r)
         self.assertIn("do_nanosleep", r["names"], r)
@@ -171,7 +259,7 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertEqual(run.rc, 0, run)
         if not browser.CHROMIUM:
             self.skipTest("chromium not installed")
-        r = browser.probe(self.svg, checks("cpu_pipe_wait", "cpu_wake", blocked="cpu_pipe_wait"))
+        r = self.explore("offwake", "cpu_pipe_wait", "cpu_wake", blocked="cpu_pipe_wait")
         self.assertEqual(r["title"], "Off-Wake Time Flame Graph")
         for name in ("cpu_pipe_wait", "--", "cpu_wake", "waker_main"):
             self.assertIn(name, r["names"], r)
@@ -187,8 +275,6 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertTrue({"anon_pipe_write", "pipe_write"} & set(waker), r)
         self.assertLess(waker.index("cpu_wake"), waker.index("waker_main"), r)
         self.assertEqual(waker[-1], "cpu_work", r)
-        d = shots_dir()
-        browser.screenshot(self.svg, os.path.join(d or self.dir.name, "offwake.png"))
 
     def test_offwaketime_folded(self):
         with Work("pipe", 15, 12) as w:

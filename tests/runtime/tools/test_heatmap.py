@@ -39,19 +39,33 @@ except ImportError:  # Debian's python3-pyte, for another Python than Debian's
 WRITES = 30
 INTERVALS = 3
 
-# Every cell of the drawing, read in the browser: column, row, count, tooltip.
+# Every cell of the drawing as the page shows it: column, row, count,
+# tooltip (its <title>), its box in the window; and each panel's size.
 CELLS = """
-var cells = [];
-document.querySelectorAll("rect.cell").forEach(function (r) {
-  cells.push([+r.getAttribute("data-col"), +r.getAttribute("data-row"), +r.getAttribute("data-count"),
-              r.querySelector("title").textContent]);
-});
-var panels = [];
-document.querySelectorAll("g.panel").forEach(function (g) {
-  var box = g.getBBox();
-  panels.push({name: g.getAttribute("data-name"), width: box.width, height: box.height});
-});
-return {cells: cells, panels: panels};
+(function () {
+  var cells = [];
+  document.querySelectorAll("rect.cell").forEach(function (r) {
+    var b = r.getBoundingClientRect();
+    cells.push([+r.getAttribute("data-col"), +r.getAttribute("data-row"), +r.getAttribute("data-count"),
+                r.querySelector("title").textContent, [b.x, b.y, b.width, b.height]]);
+  });
+  var panels = [];
+  document.querySelectorAll("g.panel").forEach(function (g) {
+    var box = g.getBBox();
+    panels.push({name: g.getAttribute("data-name"), width: box.width, height: box.height});
+  });
+  return {cells: cells, panels: panels};
+})()
+"""
+
+# The element under the mouse (the innermost one in :hover): a cell's
+# column, row and tooltip.
+HOVERED = """
+(function () {
+  var h = document.querySelectorAll(":hover"), e = h[h.length - 1], t = e && e.querySelector("title");
+  return e ? {cls: e.getAttribute("class"), col: e.getAttribute("data-col"), row: e.getAttribute("data-row"),
+              tooltip: t ? t.textContent : null} : null;
+})()
 """
 
 
@@ -115,16 +129,27 @@ class HeatmapSvgTest(unittest.TestCase):
                          per_interval)
         if not browser.CHROMIUM:
             self.skipTest("chromium not installed")
-        r = browser.probe(svg, CELLS)
-        self.assertNotIn("error", r, r)
+        with browser.Page(1200, 420) as page:
+            page.open(svg)
+            r = page.read(CELLS)
+            # The mouse on the busiest cell: it is the element hovered, and
+            # its tooltip is the cell's.
+            busiest = max(r["cells"], key=lambda c: c[2])
+            x, y, w, h = busiest[4]
+            page.hover(x + w / 2, y + h / 2)
+            hovered = page.wait_for("(function (h) { return h && h.cls === 'cell' && h; })(%s)" % HOVERED,
+                                    "the mouse to be over a cell")
+            page.screenshot(os.path.join(shots_dir(self.dir.name), "biolatency-heatmap.png"))
+            self.assertEqual(page.errors, [])
         self.assertEqual(len({c[0] for c in r["cells"]}), INTERVALS, r)
         self.assertEqual(sum(c[2] for c in r["cells"]), 2 * WRITES, r)
         self.assertEqual([p["name"] for p in r["panels"]], ["@usecs"], r)
         self.assertGreater(r["panels"][0]["height"], 50, r)
         # A tooltip: the map, when, the bucket and its count.
-        busiest = max(r["cells"], key=lambda c: c[2])
         self.assertRegex(busiest[3], r"^@usecs\n\d+s \(\d\d:\d\d:\d\d\)\n\[\d+[KM]?, \d+[KM]?\): %d$" % busiest[2])
-        browser.screenshot(svg, os.path.join(shots_dir(self.dir.name), "biolatency-heatmap.png"), size="1200,420")
+        self.assertEqual((int(hovered["col"]), int(hovered["row"]), hovered["tooltip"]),
+                         (busiest[0], busiest[1], busiest[3]), hovered)
+        self.assertGreater(os.path.getsize(os.path.join(shots_dir(self.dir.name), "biolatency-heatmap.png")), 1000)
 
         # Drawn again from the recording: the same cells.
         again = os.path.join(self.dir.name, "again.svg")
@@ -259,7 +284,7 @@ class HeatmapTerminalTest(unittest.TestCase):
             if not browser.CHROMIUM:
                 self.skipTest("chromium not installed")
             png = os.path.join(shots_dir(d), "terminal-heatmap.png")
-            browser.screenshot(page, png, size="1000,520")
+            browser.screenshot(page, png, 1000, 520)
 
 
 if __name__ == "__main__":
