@@ -231,6 +231,23 @@ class NetnsPair:
         addrs = list(self.addr4.values()) + list(self.addr6.values())
         return [l for l in lines if any(re.search(r"(^|[\s\"])%s([\s:\"]|$)" % re.escape(a), l) for a in addrs)]
 
+    def wait_settled(self, port, timeout=120):
+        """Until no TCP socket on `port` in either namespace can still send:
+        every one is gone or in TIME-WAIT. After that the kernel makes no
+        more retransmits of the sessions, so a count read then is final."""
+        deadline = time.time() + timeout
+        while True:
+            busy = []
+            for side in ("a", "b"):
+                out = self.run(side, ["ss", "-Htan", "( sport = :%d or dport = :%d )" % (port, port)],
+                               capture_output=True, text=True).stdout
+                busy += [l for l in out.splitlines() if l.strip() and not l.startswith("TIME-WAIT")]
+            if not busy:
+                return
+            if time.time() > deadline:
+                raise AssertionError("sockets on port %d still open: %s" % (port, busy))
+            time.sleep(0.05)
+
     def ns(self, side):
         return self.a if side == "a" else self.b
 
