@@ -46,6 +46,16 @@ class LoopDev:
             raise
         return self
 
+    def stat(self):
+        """The block layer's own counters of the device, /sys/block/NAME/stat:
+        {"reads", "read_merges", "read_sectors", "read_ticks", "writes",
+        "write_merges", ...}: requests completed (a merged bio is no new
+        request), counted by the kernel whatever traces it."""
+        names = ["reads", "read_merges", "read_sectors", "read_ticks", "writes", "write_merges", "write_sectors",
+                 "write_ticks", "in_flight", "io_ticks", "time_in_queue"]
+        with open("/sys/block/%s/stat" % self.name) as f:
+            return dict(zip(names, (int(x) for x in f.read().split())))
+
     def devno(self):
         """(major, minor)."""
         with open("/sys/block/%s/dev" % self.name) as f:
@@ -103,6 +113,33 @@ class LoopDev:
         finally:
             os.close(fd)
         return failed
+
+
+class Completed:
+    """with Completed(dev) as c: I/O -- afterwards c.reads, c.writes: the
+    requests the kernel completed on the device over the block (the delta
+    of LoopDev.stat()). Read it inside the tool's window (the tool attached
+    before, stopped after): the I/O of the tests waits for each request's
+    completion, so the two windows see the same requests."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.reads = self.writes = None
+
+    def __enter__(self):
+        self.before = self.dev.stat()
+        return self
+
+    def __exit__(self, *exc):
+        after = self.dev.stat()
+        self.reads = after["reads"] - self.before["reads"]
+        self.writes = after["writes"] - self.before["writes"]
+        if os.environ.get("BLOCKIO_LOG"):  # to keep the numbers a run saw
+            with open(os.environ["BLOCKIO_LOG"], "a") as f:
+                f.write("%s reads=%d writes=%d\n" % (self.dev.name, self.reads, self.writes))
+
+    def __repr__(self):
+        return "Completed(%s: reads=%s writes=%s)" % (self.dev.name, self.reads, self.writes)
 
 
 def scattered(n, blocks, seed=1):

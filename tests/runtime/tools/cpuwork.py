@@ -6,7 +6,9 @@ tests), `go()` runs the steps, and the process stays alive until `close()`,
 so that a tool can still name the functions of its user stacks when it
 prints them at exit."""
 import os
+import shutil
 import subprocess
+import tempfile
 
 from toolrun import BPFSCOPE
 
@@ -14,8 +16,20 @@ CPU_WORK = os.path.join(os.path.dirname(os.path.abspath(BPFSCOPE)), "cpu_work")
 
 
 class Work:
-    def __init__(self, *steps, cpu=None):
-        argv = [CPU_WORK, "-w"] + [str(s) for s in steps]
+    """`comm`: run the helper under that name (a symbolic link of that name
+    to it, executed: the kernel names a process after the file it
+    executes), e.g. for schedwitness to tell its threads from any other
+    process's; default cpu_work."""
+
+    def __init__(self, *steps, cpu=None, comm=None):
+        self.comm = comm or "cpu_work"
+        self.linkdir = None
+        exe = CPU_WORK
+        if comm:
+            self.linkdir = tempfile.mkdtemp(prefix="cpuwork-")
+            exe = os.path.join(self.linkdir, comm)
+            os.symlink(CPU_WORK, exe)
+        argv = [exe, "-w"] + [str(s) for s in steps]
         if cpu is not None:
             argv = ["taskset", "-c", str(cpu)] + argv
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -39,6 +53,9 @@ class Work:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
         self.proc.stdout.close()
+        if self.linkdir:
+            shutil.rmtree(self.linkdir)
+            self.linkdir = None
 
     def __enter__(self):
         return self

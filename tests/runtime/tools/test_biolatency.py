@@ -6,7 +6,7 @@ import os
 import re
 import unittest
 
-from blockio import LoopDev, run_counted
+from blockio import Completed, LoopDev, run_counted
 from histrun import json_hists, text_hists, total
 from toolrun import Cgroup, mount_tracefs, run_tool, start_twin
 
@@ -19,8 +19,13 @@ class BiolatencyTest(unittest.TestCase):
         mount_tracefs()
 
     def io(self, dev):
-        dev.dd(write=True, count=WRITES)
-        dev.dd(write=False, count=READS, seek=100)
+        """dd's writes and reads; self.kernel: the requests the block layer
+        completed on the device meanwhile (its own counters), which must be
+        dd's: one request per 4 KiB direct I/O, none merged or split."""
+        with Completed(dev) as self.kernel:
+            dev.dd(write=True, count=WRITES)
+            dev.dd(write=False, count=READS, seek=100)
+        self.assertEqual((self.kernel.writes, self.kernel.reads), (WRITES, READS), self.kernel)
 
     def test_count_equals_ios(self):
         with LoopDev() as dev:

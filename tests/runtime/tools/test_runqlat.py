@@ -9,6 +9,7 @@ import unittest
 
 from cpuwork import Work
 from histrun import json_hists, text_hists, total
+from schedwitness import SwitchIns, run_witnessed
 from toolrun import mount_tracefs, run_tool, start_tool, start_twin
 
 SLEEPS = 40
@@ -24,23 +25,38 @@ class RunqlatTest(unittest.TestCase):
     def setUpClass(cls):
         mount_tracefs()
 
+    def assert_latencies(self, n, sw, run):
+        """runqlat -p counts one latency per switch-in of the process that
+        follows its wakeup or its preemption while runnable: with the
+        process blocked when the witness's window opens and closes, and
+        traced over all of it, one per switch-in the tracepoint fired in the
+        window ("go" on stdin, each nanosleep's end, any preemption) and no
+        other. The kernel's own count of switch-ins (pcount) bounds it from
+        above and covers at least "go" and the sleeps; perf's count of the
+        switch-ins the tracepoint fired bounds it from below (less a firing
+        the tool's program reports missed: another BPF program running on
+        that CPU). When the tracepoint fired every switch-in, both are the
+        same number (see schedwitness)."""
+        self.assertGreaterEqual(sw.pcount, SLEEPS + 1, sw)
+        missed = run.missed()
+        self.assertTrue(sw.ins - missed <= n <= sw.pcount, (n, missed, sw, run))
+        if sw.unfired == 0 and missed == 0:
+            self.assertEqual(n, sw.pcount, (sw, run))
+
     def test_counts_wakeups(self):
-        # Each nanosleep ends in one wakeup; "go" on stdin is one more, and a
-        # preemption on a busy machine may add a few.
         with Work("sleep", 5, SLEEPS) as w:
-            run = run_tool(["runqlat", "-p", str(w.pid)], w.run)
+            run, sw = run_witnessed(["runqlat", "-p", str(w.pid)], w)
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], "Tracing run queue latency... Hit Ctrl-C to end.")
-        n = count(run)
-        self.assertTrue(SLEEPS <= n <= SLEEPS + 12, (n, run))
+        self.assert_latencies(count(run), sw, run)
 
     def test_per_process_and_milliseconds(self):
         with Work("sleep", 5, SLEEPS) as w:
-            run = run_tool(["runqlat", "-P", "-m", "-p", str(w.pid)], w.run)
+            run, sw = run_witnessed(["runqlat", "-P", "-m", "-p", str(w.pid)], w)
         self.assertEqual(run.rc, 0, run)
         hists = text_hists(run.lines)
         self.assertEqual(list(hists), [("msecs", "pid = %d, comm = cpu_work" % w.pid)], run)
-        self.assertTrue(SLEEPS <= total(list(hists.values())[0]) <= SLEEPS + 12, run)
+        self.assert_latencies(total(list(hists.values())[0]), sw, run)
 
     def test_spinners_on_one_cpu_wait(self):
         # Two spinners on CPU 0 take turns: each waits about a slice (a few
@@ -87,15 +103,18 @@ class RunqlatTest(unittest.TestCase):
         with Work("sleep", 5, SLEEPS) as w:
             twin = start_twin(["/usr/sbin/runqlat", "-p", str(w.pid)], "Tracing")
             try:
-                run = run_tool(["runqlat", "-p", str(w.pid)], w.run)
+                run, sw = run_witnessed(["runqlat", "-p", str(w.pid)], w)
             finally:
                 twin.stop()
             theirs = twin.finish()
         ours, their_n = count(run), count(theirs)
-        # The twin's own count may miss a wakeup or two on a loaded machine
-        # (a tracepoint program interrupted by another BPF program is skipped).
-        self.assertGreaterEqual(their_n, SLEEPS - 2, theirs)
-        self.assertLessEqual(abs(ours - their_n), 4, (run, theirs))
+        self.assert_latencies(ours, sw, run)
+        # The twin (started first, stopped last) counts the same switch-ins;
+        # its own count may miss a wakeup or two on a loaded machine (a
+        # tracepoint program interrupted by another BPF program is skipped,
+        # and libbpf-tools do not report it).
+        self.assertLessEqual(their_n, sw.pcount, theirs)
+        self.assertGreaterEqual(their_n, sw.ins - 2, (sw, theirs))
 
 
 class RunqlenTest(unittest.TestCase):
