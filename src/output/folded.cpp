@@ -39,10 +39,8 @@ FrameKind kind_of(Value::StackOf of) {
   std::unreachable();
 }
 
-// A frame of the tracer itself, on top of every kernel stack a tracing
-// probe takes: its BPF program ("bpf_prog_<tag>_<name>", the tag 16 hex
-// digits) and the kernel's code that called it (bpf_trace_run2,
-// __bpf_trace_sched_switch, __traceiter_sched_switch, a BPF trampoline).
+}  // namespace
+
 bool tracer_frame(std::string_view name) {
   if (name.starts_with("bpf_prog_")) {
     const std::string_view tag = name.substr(9, 16);
@@ -52,6 +50,8 @@ bool tracer_frame(std::string_view name) {
   return name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_") || name.starts_with("__traceiter_") ||
          name.starts_with("bpf_trampoline_");
 }
+
+namespace {
 
 // Key fields, root first: the other fields, then the user stacks, then the
 // kernel stacks, each stack's frames root first. A kernel stack leaves out

@@ -86,6 +86,12 @@ std::string to_text(const Value& v);
 // outer parentheses ("@t[a, 2]").
 std::string key_text(const Value& key);
 
+// A frame of the tracer itself, on top of every kernel stack a tracing
+// probe takes: its BPF program ("bpf_prog_<tag>_<name>", the tag 16 hex
+// digits) and the kernel's code that called it (bpf_trace_run2,
+// __bpf_trace_sched_switch, __traceiter_sched_switch, a BPF trampoline).
+bool tracer_frame(std::string_view name);
+
 enum class AggKind { Plain, Count, Sum, Min, Max, Avg, Stats, Hist, LHist };
 // hist() or lhist(): entries hold bucket counts.
 inline bool is_histogram(AggKind k) { return k == AggKind::Hist || k == AggKind::LHist; }

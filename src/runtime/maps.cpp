@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "bpf/libbpf_bpf.h"
@@ -200,6 +201,60 @@ std::vector<std::vector<uint8_t>> present_keys(int fd, uint32_t key_size) {
 
 }  // namespace
 
+namespace {
+
+bool has_kernel_stack(const sema::Type& t) {
+  if (t.kind == sema::TypeKind::Stack) return !t.user;
+  return std::any_of(t.elems.begin(), t.elems.end(), has_kernel_stack);
+}
+
+// Adds entry b's value into a's (two kernel stack ids whose stacks read the
+// same once the tracer's own frames are left out).
+void merge_into(output::AggKind kind, output::Aggregate& a, const output::Aggregate& b) {
+  switch (kind) {
+    case output::AggKind::Plain: break;  // the first one stays
+    case output::AggKind::Count:
+    case output::AggKind::Sum:
+      if (a.value.kind == output::Value::Kind::UInt) a.value.u += b.value.u; else a.value.i += b.value.i;
+      break;
+    case output::AggKind::Min:
+    case output::AggKind::Max: {
+      const bool u = a.value.kind == output::Value::Kind::UInt;
+      const bool b_less = u ? b.value.u < a.value.u : b.value.i < a.value.i;
+      if (b_less == (kind == output::AggKind::Min)) a.value = b.value;
+      break;
+    }
+    case output::AggKind::Avg:
+    case output::AggKind::Stats:
+      a.count += b.count;
+      a.total += b.total;
+      break;
+    case output::AggKind::Hist:
+    case output::AggKind::LHist:
+      for (size_t i = 0; i < a.buckets.size() && i < b.buckets.size(); ++i) a.buckets[i] += b.buckets[i];
+      break;
+  }
+}
+
+// One entry per key as printed: the kernel keeps a stack id per distinct
+// frame list, and two lists that differ only in the tracer's frames print
+// the same stack.
+void merge_equal_keys(output::MapSnapshot& snap) {
+  std::unordered_map<std::string, size_t> seen;
+  std::vector<std::pair<output::Value, output::Aggregate>> kept;
+  kept.reserve(snap.entries.size());
+  for (auto& e : snap.entries) {
+    auto [it, added] = seen.try_emplace(output::key_text(e.first), kept.size());
+    if (added)
+      kept.push_back(std::move(e));
+    else
+      merge_into(snap.kind, kept[it->second].second, e.second);
+  }
+  snap.entries = std::move(kept);
+}
+
+}  // namespace
+
 output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Resolver* resolver, Read mode) {
   output::MapSnapshot snap;
   snap.name = m.name;
@@ -215,6 +270,7 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
     output::Value k = m.keyed ? decode(m.key, key.data(), resolver) : output::Value{};
     snap.entries.emplace_back(std::move(k), aggregate(m, value, ncpus, resolver));
   }
+  if (m.keyed && has_kernel_stack(m.key)) merge_equal_keys(snap);
   return snap;
 }
 

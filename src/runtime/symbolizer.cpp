@@ -26,7 +26,16 @@ output::Value Symbolizer::stack(bool user, int64_t id, uint32_t pid, uint32_t li
   if (bpf_map_lookup_elem(user ? ustack_fd_ : kstack_fd_, &key, frames) != 0) return output::Value::of_stack(of, empty, {});
   std::string out = empty;
   std::vector<std::string> names;
-  for (uint32_t i = 0; i < ir::kMaxStackFrames && i < limit && frames[i] != 0; ++i) {
+  uint32_t n = 0;
+  while (n < ir::kMaxStackFrames && n < limit && frames[n] != 0) ++n;
+  // A kernel stack taken in a probe starts with the tracer's own frames (its
+  // BPF program, the kernel's call into it), whose number depends on how
+  // many programs share the event: left out, a stack reads the same however
+  // many tracers run, and a map keyed by it has one entry per real stack.
+  uint32_t first = 0;
+  if (!user && mode != sema::StackMode::Raw)
+    while (first < n && output::tracer_frame(symbol(false, frames[first], pid))) ++first;
+  for (uint32_t i = first; i < n; ++i) {
     uint64_t addr = frames[i];
     if (mode == sema::StackMode::Raw) {
       out += fmt::format("{:x}\n", addr);
