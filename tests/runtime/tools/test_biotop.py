@@ -86,7 +86,9 @@ class BiotopTest(unittest.TestCase):
                 self.big = dev.dd(write=False, bs=131072, count=3, seek=8)
             for mode, first in (("io", "small"), ("bytes", "big"), ("all", "big"), ("time", None)):
                 with self.subTest(mode=mode):
-                    run = run_counted(["biotop", "-C", "-s", mode, "3", "1"], io)
+                    # All rows (-r): other I/O on the machine must not push
+                    # the test's own rows out of the top 20.
+                    run = run_counted(["biotop", "-C", "-r", "100000", "-s", mode, "3", "1"], io)
                     self.assertEqual(run.rc, 0, run)
                     rows = [l.split() for l in run.lines if len(l.split()) == 9 and l.split() != HEADER]
                     mine = [r for r in rows if r[5] == dev.name]
