@@ -22,6 +22,26 @@ bool parse_integer(const std::string& s, int64_t& out) {
   return true;
 }
 
+// What a value within `r` is, for an error: "a positive integer", "from 1
+// to 127".
+std::string range_text(const IntRange& r) {
+  if (r.min && r.max) return fmt::format("from {} to {}", *r.min, *r.max);
+  if (r.min && *r.min == 1) return "a positive integer";
+  if (r.min && *r.min == 0) return "0 or more";
+  if (r.min) return fmt::format("at least {}", *r.min);
+  return fmt::format("at most {}", *r.max);
+}
+
+// An int out of its header's range: the error, naming the value as
+// libbpf-tools do ("invalid interval \"0\": must be a positive integer"),
+// else "".
+std::string out_of_range(const IntRange& range, std::string_view what, const std::string& value) {
+  int64_t v;
+  if (!parse_integer(value, v) || (range.min && v < *range.min) || (range.max && v > *range.max))
+    return fmt::format("invalid {} \"{}\": must be {}", what, value, range_text(range));
+  return "";
+}
+
 // Checks a value against its kind; lists come back normalized ("80,443").
 std::optional<std::string> check_value(ValueKind kind, const std::vector<std::string>& choices,
                                        const std::string& value, std::string& why) {
@@ -151,7 +171,8 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     }
     std::string why;
     auto v = check_value(o.kind, o.choices, *value, why);
-    if (!v) {
+    if (v && o.kind == ValueKind::Int) why = out_of_range(o.range, o.name, *v);
+    if (!v || !why.empty()) {
       error = fmt::format("{}: {}: {}", tool.name, spelled, why);
       return false;
     }
@@ -260,6 +281,9 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
       std::string why;
       auto v = check_value(spec.kind, {}, words[k], why);
       if (!v) return fail(fmt::format("{}: {}", spec.name, why));
+      // "invalid interval ..." names the argument.
+      if (spec.kind == ValueKind::Int)
+        if (std::string bad = out_of_range(spec.range, spec.name, *v); !bad.empty()) return fail(bad);
       inv.positional.push_back(*v);
     } else if (spec.default_value) {
       inv.positional.push_back(*spec.default_value);
