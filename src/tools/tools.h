@@ -113,6 +113,10 @@ struct Invocation {
   // given, in order, for lang::splice_options().
   std::vector<std::string> spliced_options;
   std::vector<lang::SplicedValue> spliced;
+  // The values of int, str, list... options and arguments given (not the
+  // defaults), for lang::locate_arguments(): `before` and `after` are the
+  // words of `args` around each.
+  std::vector<lang::GivenArgument> given;
   bool help = false;    // -h, --help
   bool source = false;  // --source
 };

@@ -190,6 +190,32 @@ TEST(Tools, AcceptsValuesInRange) {
   EXPECT_EQ(inv->named_args.at("depth"), "127");
 }
 
+// The values given, for errors in the attach points that splice them: how
+// each is named, and the command line around it.
+TEST(Tools, GivenArguments) {
+  Tool t = demo();
+  std::string err;
+  auto inv = parse_args(t, {"-r5", "--depth", "9", "-p", "181", "3", "-o", "a b"}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  ASSERT_EQ(inv->given.size(), 4u);
+  EXPECT_EQ(inv->given[0].ref, "getopt(\"rows\")");
+  EXPECT_EQ(inv->given[0].label, "-r 5");
+  EXPECT_EQ(inv->given[0].before, "-r");
+  EXPECT_EQ(inv->given[0].after, " --depth 9 -p 181 3 -o 'a b'");
+  EXPECT_EQ(inv->given[1].label, "--depth 9");
+  EXPECT_EQ(inv->given[1].before, "-r5 --depth ");
+  EXPECT_EQ(inv->given[2].ref, "getopt(\"pid\")");
+  EXPECT_EQ(inv->given[3].ref, "$1");
+  EXPECT_EQ(inv->given[3].text, "3");
+  EXPECT_EQ(inv->given[3].label, "interval 3");
+  EXPECT_EQ(inv->given[3].before, "-r5 --depth 9 -p 181 ");
+  EXPECT_EQ(inv->given[3].after, " -o 'a b'");
+  // A default is not given: an error in it is the tool's.
+  inv = parse_args(t, {}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  EXPECT_TRUE(inv->given.empty());
+}
+
 TEST(Tools, Usage) {
   Tool t = demo();
   EXPECT_EQ(synopsis(t),
