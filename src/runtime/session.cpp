@@ -373,6 +373,12 @@ class Session {
   int check_kinds() {
     for (const auto& u : p_.units) {
       const auto mech = u.mechanism;
+      // A frequency the kernel refuses: said before BEGIN runs (profile's
+      // banner would claim the rate).
+      if (u.kind == sema::ProbeKind::Profile)
+        for (const auto& t : u.targets)
+          if (std::string why = t.freq ? bpf::sample_frequency_refused(t.period) : ""; !why.empty())
+            return attach_error(t, why);
       std::string why = unavailable_reason(mech);
       // sema asked the kernel already (an empty program on the function).
       if (mech == sema::ProbeKind::Fentry || mech == sema::ProbeKind::Fexit) why = u.fentry_refused;
@@ -893,7 +899,12 @@ class Session {
         std::string msg = output::format_printf(a.printf_format, args);
         const auto& src = p_.ast->source;
         const std::string text = fmt::format("{}: {}: {}\n", lang::location(src, a.loc), err ? "ERROR" : "WARNING", msg);
-        if (o_.json) {
+        if (!o_.json && !o_.tool_name.empty()) {
+          // A packaged tool's message is about its command line (profile:
+          // -C 99: invalid cpu...), not a line of its file.
+          fflush(out_);
+          fmt::print(stderr, "{}: {}{}\n", o_.tool_name, err ? "" : "WARNING: ", msg);
+        } else if (o_.json) {
           lang::LineCol lc = src.line_col(a.loc.begin);
           emit_out(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col, text));
         } else {
