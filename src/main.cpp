@@ -116,6 +116,7 @@ struct Cli {
   std::map<std::string, std::optional<std::string>> named_args;  // --name[=value] after --
   std::vector<std::string> spliced_options;  // a tool's expr and spec options (lang::splice_options)
   std::vector<lang::SplicedValue> spliced;
+  std::vector<lang::GivenArgument> given;  // a tool's arguments, for errors in the attach points that splice them
   std::string tool_name;  // a packaged tool's name, when running one
 };
 
@@ -206,6 +207,7 @@ int compile_and_run(Cli& cli) {
     report(ast->source);
     return 1;
   }
+  lang::locate_arguments(*ast, cli.given);
   bool all = cli.debug.count("all") > 0;
   if (all || cli.debug.count("ast")) fmt::print("{}", lang::dump(*ast));
 
@@ -489,6 +491,12 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.named_args = inv->named_args;
   cli.spliced_options = inv->spliced_options;
   cli.spliced = inv->spliced;
+  // The command line as typed, for hints that suggest another value
+  // ("bpfscope funccount 't:tcp:*'").
+  std::string command = "bpfscope";
+  for (int i = 1; i < from; ++i) command += " " + lang::shell_word(argv[i]);
+  cli.given = inv->given;
+  for (auto& g : cli.given) g.before = command + " " + g.before;
   return std::nullopt;
 }
 

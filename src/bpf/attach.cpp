@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
@@ -190,6 +191,18 @@ Result<Link> attach_raw_tracepoint(int prog_fd, const std::string& event) {
   return link;
 }
 
+std::string sample_frequency_refused(uint64_t hz) {
+  FILE* f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+  if (!f) return "";
+  unsigned long long max = 0;
+  const bool ok = fscanf(f, "%llu", &max) == 1;
+  fclose(f);
+  if (!ok || hz <= max) return "";
+  return fmt::format("the frequency must be at most {} Hz, this kernel's maximum sample rate "
+                     "(kernel.perf_event_max_sample_rate), not {}",
+                     max, hz);
+}
+
 Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uint64_t period, bool freq, int cpu,
                                                int pid) {
   const std::string event = software_event_name(config);
@@ -214,7 +227,11 @@ Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uin
     if (on_cpu >= 0) what += fmt::format(", cpu {}", on_cpu);
     if (pid != -1) what += fmt::format(", pid {}", pid);
     int pfd = sys_perf_event_open(&attr, pid, on_cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    if (pfd < 0) return std::unexpected(make_error(errno, "perf_event_open(" + what + ")"));
+    const int err = errno;
+    if (pfd < 0 && err == EINVAL && freq)
+      if (std::string why = sample_frequency_refused(period); !why.empty())
+        return std::unexpected(Error{EINVAL, why});
+    if (pfd < 0) return std::unexpected(make_error(err, "perf_event_open(" + what + ")"));
     return attach_to_perf_event(prog_fd, Fd(pfd), what);
   };
 

@@ -171,6 +171,11 @@ Result<Link> attach_uprobe(int prog_fd, const std::string& path, uint64_t offset
 // before 4.17) is not used.
 Result<Link> attach_kprobe(int prog_fd, const std::string& func, uint64_t offset, bool retprobe, int pid = -1);
 
+// Why the kernel refuses a sampling frequency of `hz` (above
+// kernel.perf_event_max_sample_rate, which it may lower by itself when
+// sampling takes too long), or "" when it takes it.
+std::string sample_frequency_refused(uint64_t hz);
+
 // A perf software event (PERF_TYPE_SOFTWARE, config e.g. PERF_COUNT_SW_CPU_CLOCK)
 // on one CPU (cpu >= 0) or, with cpu = -1, one event per online CPU.
 // `period` is the sample period, or the frequency when `freq` is set.

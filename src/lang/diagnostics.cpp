@@ -89,7 +89,12 @@ std::string Diagnostics::render(const Source& src, std::string_view tool) const 
     }
     // One line per message: a tool's six probes on a missing library fail alike.
     if (d.severity != Severity::Error || !said.insert(d.message).second) continue;
-    out += fmt::format("{}: {}{}\n", tool, d.message, d.located ? fmt::format(" ({})", location(src, d.loc)) : "");
+    // An attach point that splices an argument the user gave fails for it:
+    // the argument is named, not the tool's file (lang::locate_arguments).
+    if (const Source::Argument* arg = d.located ? src.argument_at(d.loc.begin) : nullptr)
+      out += fmt::format("{}: {}: {}\n", tool, arg->label, d.message);
+    else
+      out += fmt::format("{}: {}{}\n", tool, d.message, d.located ? fmt::format(" ({})", location(src, d.loc)) : "");
     for (const auto& h : d.hints) out += fmt::format("{}: HINT: {}\n", tool, h);
   }
   return out;

@@ -90,6 +90,22 @@ bool splice_options(Program& program, const std::vector<std::string>& options,
                     const std::vector<SplicedValue>& values, Diagnostics& diags,
                     std::set<std::string>* dropped = nullptr);
 
+// A value given on a tool's command line that attach points may splice:
+// `$1` of funccount 't:net:*', getopt("frequency") of profile -F 99.
+struct GivenArgument {
+  std::string ref;     // how the script names it: "$1", "getopt(\"frequency\")"
+  std::string text;    // the value as given ("tcp*")
+  std::string label;   // how errors name it: "pattern 'tcp*'", "-F 99"
+  std::string before;  // the command line before the value ("funccount -i 1 ")
+  std::string after;   // and after it
+};
+
+// Locates each attach point that splices a given argument in that argument
+// (a segment of the source, Source::add_argument; the first one it names),
+// so that an error about it, from sema or at attach, names the argument
+// instead of a line of the tool's file (splice.cpp).
+void locate_arguments(Program& program, const std::vector<GivenArgument>& given);
+
 // Prints the AST as an indented tree (for -d ast).
 std::string dump(const Program& program);
 

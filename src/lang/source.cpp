@@ -1,6 +1,7 @@
 #include "lang/source.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace bpfscope::lang {
 
@@ -26,6 +27,30 @@ uint32_t Source::add_segment(std::string name, std::string_view text) {
   return start;
 }
 
+uint32_t Source::add_argument(std::string label, std::string_view text, std::string before, std::string after) {
+  const uint32_t start = add_segment(label, text);
+  segments_.back().argument = static_cast<int>(arguments_.size());
+  arguments_.push_back({std::move(label), std::move(before), std::move(after)});
+  return start;
+}
+
+const Source::Argument* Source::argument_at(uint32_t offset) const {
+  const Segment* seg = segment_at(offset);
+  return seg && seg->argument >= 0 ? &arguments_[static_cast<size_t>(seg->argument)] : nullptr;
+}
+
+std::string shell_word(std::string_view value) {
+  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+    return isalnum(static_cast<unsigned char>(c)) || std::string_view("_./:,=+@%-").find(c) != std::string_view::npos;
+  });
+  if (plain) return std::string(value);
+  std::string quoted = "'";
+  for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string Source::Argument::retry(std::string_view value) const { return before + shell_word(value) + after; }
+
 uint32_t Source::add_file(std::string name, std::string_view text) {
   const uint32_t start = start_segment(std::move(name), true);
   for (char c : text) {
@@ -48,7 +73,7 @@ const std::string& Source::name_at(uint32_t offset) const {
 
 bool Source::in_spliced(uint32_t offset) const {
   const Segment* seg = segment_at(offset);
-  return seg && !seg->lines;
+  return seg && !seg->lines && seg->argument < 0;
 }
 
 uint32_t Source::file_start(uint32_t offset) const {

@@ -36,12 +36,28 @@ class Source {
   // value spliced into the script, tools/README.md): locations in it report
   // that name, line 1 and columns from its start. Returns its offset.
   uint32_t add_segment(std::string name, std::string_view text);
+  // Appends a value given on a tool's command line that an attach point
+  // splices (the pattern of funccount 'tcp*', profile's -F 1000000), so that
+  // an error located in it names the value as the user wrote it (`label`:
+  // "pattern 'tcp*'", "-F 1000000"), not the tool's file. `before` and
+  // `after` are the rest of the command line around the value, for a hint
+  // that suggests another value. Returns its offset.
+  uint32_t add_argument(std::string label, std::string_view text, std::string before, std::string after);
+  struct Argument {
+    std::string label;
+    std::string before, after;
+    // The command line with `value` (shell-quoted) in place of the given one.
+    std::string retry(std::string_view value) const;
+  };
+  // The argument that holds `offset`, if it lies in one.
+  const Argument* argument_at(uint32_t offset) const;
   // Appends a whole file (an imported script) as a segment named `name`:
   // it keeps its lines, and locations in it report its own line numbers.
   // Returns its offset.
   uint32_t add_file(std::string name, std::string_view text);
   // Whether `offset` lies in a segment added by add_segment (a tool option's
-  // value), not in the script or a file it imports.
+  // value spliced as script text), not in the script, a file it imports or
+  // an argument.
   bool in_spliced(uint32_t offset) const;
   // Where the script or imported file that holds `offset` starts.
   uint32_t file_start(uint32_t offset) const;
@@ -61,10 +77,16 @@ class Source {
     std::string name;
     uint32_t first_line;  // index of its first line in line_starts_
     bool lines;           // a file (add_file): its own line numbers; else line 1
+    int argument = -1;    // an add_argument() segment: its index in arguments_
   };
   uint32_t start_segment(std::string name, bool lines);
   const Segment* segment_at(uint32_t offset) const;
   std::vector<Segment> segments_;  // in order
+  std::vector<Argument> arguments_;
 };
+
+// `value` as a shell reads it: plain when it has no special characters, else
+// in single quotes ('t:tcp:*').
+std::string shell_word(std::string_view value);
 
 }  // namespace bpfscope::lang

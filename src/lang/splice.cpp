@@ -11,6 +11,7 @@
 // values' keys may differ in type (argdist -C 'u32 fd' next to -C 'char* buf').
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -332,7 +333,40 @@ class Splicer {
   size_t errors_ = 0;
 };
 
+// Whether attach point `text` names `ref` outside double quotes ("$1" and
+// not "$12"), as sema::expand_positionals reads it.
+bool names_argument(std::string_view text, std::string_view ref) {
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!quoted && text.substr(i).starts_with(ref)) {
+      const size_t end = i + ref.size();
+      if (!(ref.starts_with("$") && end < text.size() && isdigit(static_cast<unsigned char>(text[end])))) return true;
+    }
+    if (text[i] == '"') quoted = !quoted;
+  }
+  return false;
+}
+
 }  // namespace
+
+void locate_arguments(Program& program, const std::vector<GivenArgument>& given) {
+  std::map<std::string, Loc> segment;  // by ref: each value is added once
+  for (auto& probe : program.probes)
+    for (auto& ap : probe.points)
+      for (const auto& g : given) {
+        // getopt("NAME") is scanned in quotes of its own: look for it whole.
+        const bool named = g.ref.starts_with("$") ? names_argument(ap.text, g.ref)
+                                                  : ap.text.find(g.ref) != std::string::npos;
+        if (!named) continue;
+        auto it = segment.find(g.ref);
+        if (it == segment.end()) {
+          const uint32_t base = program.source.add_argument(g.label, g.text, g.before, g.after);
+          it = segment.emplace(g.ref, Loc{base, base + static_cast<uint32_t>(g.text.size())}).first;
+        }
+        ap.loc = it->second;
+        break;
+      }
+}
 
 bool splice_options(Program& program, const std::vector<std::string>& options,
                     const std::vector<SplicedValue>& values, Diagnostics& diags, std::set<std::string>* dropped) {

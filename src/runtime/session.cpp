@@ -375,6 +375,12 @@ class Session {
   int check_kinds() {
     for (const auto& u : p_.units) {
       const auto mech = u.mechanism;
+      // A frequency the kernel refuses: said before BEGIN runs (profile's
+      // banner would claim the rate).
+      if (u.kind == sema::ProbeKind::Profile)
+        for (const auto& t : u.targets)
+          if (std::string why = t.freq ? bpf::sample_frequency_refused(t.period) : ""; !why.empty())
+            return attach_error(t, why);
       std::string why = unavailable_reason(mech);
       // sema asked the kernel already (an empty program on the function).
       if (mech == sema::ProbeKind::Fentry || mech == sema::ProbeKind::Fexit) why = u.fentry_refused;
@@ -386,8 +392,16 @@ class Session {
       if (fentry) why += "; kprobes, the fallback, are not available either";
       lang::Diagnostics d;
       std::vector<std::string> hints;
-      std::string alt = alternative(u);
-      if (!alt.empty()) hints.push_back(alt);
+      const Alternative alt = alternative(u);
+      // A tool's argument (funccount 'tcp*'): the command to type instead.
+      const auto* arg = p_.ast->source.argument_at(u.targets[0].loc.begin);
+      if (arg && !alt.probe.empty()) {
+        std::string probe = alt.probe;
+        if (probe.starts_with("tracepoint:")) probe.replace(0, 11, "t:");
+        hints.push_back(fmt::format("try {}", arg->retry(probe)));
+      } else if (!alt.hint.empty()) {
+        hints.push_back(alt.hint);
+      }
       d.error(u.targets[0].loc, fmt::format("Unable to attach probe: {}: {}", u.targets[0].name, why), hints);
       fmt::print(stderr, "{}", d.render(p_.ast->source, o_.tool_name));
       return 255;
@@ -395,15 +409,22 @@ class Session {
     return 0;
   }
 
-  // A tracepoint covering the same event, for the kprobe/fentry error.
-  static std::string alternative(const sema::ProgramUnit& u) {
+  // A tracepoint covering the same event, for the kprobe/fentry error: the
+  // hint for a script ("use tracepoint:tcp:tcp_retransmit_skb instead"), and
+  // the attach point that a tool's argument could be instead ("" when the
+  // hint names none).
+  struct Alternative {
+    std::string hint;
+    std::string probe;
+  };
+  static Alternative alternative(const sema::ProgramUnit& u) {
+    const auto use = [](const std::string& probe) { return Alternative{fmt::format("use {} instead", probe), probe}; };
     const std::string& name = u.targets[0].name;
     auto colon = name.rfind(':');
     std::string fn = colon == std::string::npos ? name : name.substr(colon + 1);
     while (!fn.empty() && (fn.back() == '*' || fn.back() == '?')) fn.pop_back();
     // A tracepoint named like the function (tcp_retransmit_skb).
-    if (auto same = bpf::list_tracepoints("*", fn); same && !same->empty())
-      return fmt::format("use tracepoint:{} instead", same->front());
+    if (auto same = bpf::list_tracepoints("*", fn); same && !same->empty()) return use("tracepoint:" + same->front());
     for (std::string_view prefix : {"__x64_sys_", "__arm64_sys_", "__se_sys_", "ksys_", "sys_", "do_sys_", "vfs_", "do_"}) {
       if (fn.rfind(prefix, 0) == 0) {
         fn = fn.substr(prefix.size());
@@ -412,16 +433,24 @@ class Session {
     }
     bool ret = u.kind == sema::ProbeKind::Kretprobe || u.kind == sema::ProbeKind::Fexit;
     std::string tp = fmt::format("sys_{}_{}", ret ? "exit" : "enter", fn);
-    if (bpf::read_tracepoint_format("syscalls", tp)) return fmt::format("use tracepoint:syscalls:{} instead", tp);
-    if (fn.find("tcp") != std::string::npos || fn.find("inet") != std::string::npos)
-      return "use tracepoint:sock:inet_sock_set_state or the tcp:* tracepoints instead";
+    if (bpf::read_tracepoint_format("syscalls", tp)) return use("tracepoint:syscalls:" + tp);
+    const auto category = [](const std::string& c) {
+      auto in = bpf::list_tracepoints(c, "*");
+      return in && !in->empty();
+    };
+    if (fn.find("tcp") != std::string::npos || fn.find("inet") != std::string::npos) {
+      // Counting TCP functions (funccount 'tcp*'): the tcp:* tracepoints;
+      // a socket's state changes: sock:inet_sock_set_state.
+      std::string probe = fn.find("tcp") != std::string::npos && category("tcp") ? "tracepoint:tcp:*"
+                                                                                 : "tracepoint:sock:inet_sock_set_state";
+      return {"use tracepoint:sock:inet_sock_set_state or the tcp:* tracepoints instead", probe};
+    }
     if (fn.find("blk") != std::string::npos || fn.find("bio") != std::string::npos)
-      return "use the block:* tracepoints instead";
+      return {"use the block:* tracepoints instead", "tracepoint:block:*"};
     // A tracepoint category named like the function's prefix (ext4_*, xfs_*).
-    if (std::string area = fn.substr(0, fn.find('_')); !area.empty())
-      if (auto in_area = bpf::list_tracepoints(area, "*"); in_area && !in_area->empty())
-        return fmt::format("use the tracepoint:{}:* tracepoints instead", area);
-    return "use a tracepoint (bpfscope -l 'tracepoint:*') or a uprobe instead";
+    if (std::string area = fn.substr(0, fn.find('_')); !area.empty() && category(area))
+      return {fmt::format("use the tracepoint:{}:* tracepoints instead", area), fmt::format("tracepoint:{}:*", area)};
+    return {"use a tracepoint (bpfscope -l 'tracepoint:*') or a uprobe instead", ""};
   }
 
   int create_maps() {
@@ -879,7 +908,12 @@ class Session {
         std::string msg = output::format_printf(a.printf_format, args);
         const auto& src = p_.ast->source;
         const std::string text = fmt::format("{}: {}: {}\n", lang::location(src, a.loc), err ? "ERROR" : "WARNING", msg);
-        if (o_.json) {
+        if (!o_.json && !o_.tool_name.empty()) {
+          // A packaged tool's message is about its command line (profile:
+          // -C 99: invalid cpu...), not a line of its file.
+          fflush(out_);
+          fmt::print(stderr, "{}: {}{}\n", o_.tool_name, err ? "" : "WARNING: ", msg);
+        } else if (o_.json) {
           lang::LineCol lc = src.line_col(a.loc.begin);
           emit_out(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col, text));
         } else {

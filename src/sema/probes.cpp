@@ -8,6 +8,7 @@
 #include <cctype>
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <tuple>
 
 namespace bpfscope::sema {
@@ -119,7 +120,8 @@ std::optional<std::pair<uint64_t, bool>> parse_period(std::string_view unit, std
   for (const auto& u : kUnits) {
     if (u.name == unit) {
       auto n = parse_u64(count);
-      if (!n || *n == 0) return std::nullopt;
+      // Too long a period would wrap around in nanoseconds.
+      if (!n || *n == 0 || *n > UINT64_MAX / u.ns) return std::nullopt;
       return std::pair{*n * u.ns, false};
     }
   }
@@ -689,6 +691,11 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         period = parse_period(parts[1], parts[2]);
       else if (parts.size() == 2)
         period = parse_duration(parts[1]);
+      if (!period && parts.size() == 3 && parse_period(parts[1], "1") && parse_u64(parts[2]).value_or(0) > 0) {
+        diags.error(loc, fmt::format("{} probe period is too long: {} {} is more than 2^64 nanoseconds",
+                                     row->canonical, parts[2], parts[1]));
+        return std::nullopt;
+      }
       if (!period && parts.size() == 3 && parse_period(parts[1], "1")) {
         diags.error(loc, fmt::format("{} probe count must be a positive integer, not \"{}\"", row->canonical,
                                      parts[2]));

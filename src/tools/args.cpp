@@ -22,6 +22,26 @@ bool parse_integer(const std::string& s, int64_t& out) {
   return true;
 }
 
+// What a value within `r` is, for an error: "a positive integer", "from 1
+// to 127".
+std::string range_text(const IntRange& r) {
+  if (r.min && r.max) return fmt::format("from {} to {}", *r.min, *r.max);
+  if (r.min && *r.min == 1) return "a positive integer";
+  if (r.min && *r.min == 0) return "0 or more";
+  if (r.min) return fmt::format("at least {}", *r.min);
+  return fmt::format("at most {}", *r.max);
+}
+
+// An int out of its header's range: the error, naming the value as
+// libbpf-tools do ("invalid interval \"0\": must be a positive integer"),
+// else "".
+std::string out_of_range(const IntRange& range, std::string_view what, const std::string& value) {
+  int64_t v;
+  if (!parse_integer(value, v) || (range.min && v < *range.min) || (range.max && v > *range.max))
+    return fmt::format("invalid {} \"{}\": must be {}", what, value, range_text(range));
+  return "";
+}
+
 // Checks a value against its kind; lists come back normalized ("80,443").
 std::optional<std::string> check_value(ValueKind kind, const std::vector<std::string>& choices,
                                        const std::string& value, std::string& why) {
@@ -107,6 +127,8 @@ std::string option_label(const OptionSpec& o) {
   return s;
 }
 
+std::string getopt_ref(std::string_view name) { return fmt::format("getopt(\"{}\")", name); }
+
 }  // namespace
 
 std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::string>& args,
@@ -118,6 +140,17 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     return std::nullopt;
   };
   // Sets option `o` from its value (nullopt for a flag).
+  // The value ending args[at], as the command line gives it (for errors
+  // about it, and hints that suggest another: lang::GivenArgument).
+  auto given = [&](std::string ref, const std::string& value, std::string label, size_t at) {
+    lang::GivenArgument g{.ref = std::move(ref), .text = value, .label = std::move(label), .before = "", .after = ""};
+    for (size_t j = 0; j < at; ++j) g.before += lang::shell_word(args[j]) + " ";
+    g.before += args[at].substr(0, args[at].size() - value.size());
+    for (size_t j = at + 1; j < args.size(); ++j) g.after += " " + lang::shell_word(args[j]);
+    inv.given.push_back(std::move(g));
+  };
+  std::vector<size_t> word_at;  // each word's index in args
+  size_t i = 0;
   auto set = [&](const OptionSpec& o, std::optional<std::string> value, std::string_view spelled) -> bool {
     if (o.sets) {
       inv.globals.push_back(*o.sets);  // for the runtime, not the script
@@ -151,11 +184,14 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     }
     std::string why;
     auto v = check_value(o.kind, o.choices, *value, why);
-    if (!v) {
+    if (v && o.kind == ValueKind::Int) why = out_of_range(o.range, o.name, *v);
+    if (!v || !why.empty()) {
       error = fmt::format("{}: {}: {}", tool.name, spelled, why);
       return false;
     }
     inv.named_args[o.name] = *v;
+    std::erase_if(inv.given, [&](const lang::GivenArgument& g) { return g.ref == getopt_ref(o.name); });
+    given(getopt_ref(o.name), *value, fmt::format("{} {}", spelled, lang::shell_word(*value)), i);
     return true;
   };
   auto option = [&](auto matches) -> const OptionSpec* {
@@ -182,10 +218,13 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     return !isdigit(static_cast<unsigned char>(a[1])) || option([&](const OptionSpec& o) { return o.letter == a[1]; });
   };
 
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
-      words.insert(words.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      for (size_t j = i + 1; j < args.size(); ++j) {
+        words.push_back(args[j]);
+        word_at.push_back(j);
+      }
       break;
     }
     if (a.starts_with("--")) {
@@ -250,6 +289,7 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
       continue;
     }
     words.push_back(a);
+    word_at.push_back(i);
   }
   if (words.size() > tool.args.size())
     return fail(tool.args.empty() ? fmt::format("unexpected argument \"{}\"", words[0])
@@ -260,7 +300,12 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
       std::string why;
       auto v = check_value(spec.kind, {}, words[k], why);
       if (!v) return fail(fmt::format("{}: {}", spec.name, why));
+      // "invalid interval ..." names the argument.
+      if (spec.kind == ValueKind::Int)
+        if (std::string bad = out_of_range(spec.range, spec.name, *v); !bad.empty()) return fail(bad);
       inv.positional.push_back(*v);
+      given(fmt::format("${}", k + 1), words[k], fmt::format("{} {}", spec.name, lang::shell_word(words[k])),
+            word_at[k]);
     } else if (spec.default_value) {
       inv.positional.push_back(*spec.default_value);
     } else if (!inv.help && !inv.source) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 
 #include "tools/embedded.h"
 #include "tools/tools.h"
@@ -35,10 +37,23 @@ bool is_metavar(std::string_view w) {
   });
 }
 
-// "(int, default 20)", "(all|sent|received, default all)": the kind, the
-// choices and the default. Returns an error message, or "".
+// An integer of a header: a default or a bound.
+bool header_integer(std::string_view s, int64_t& out) {
+  const std::string text(s);
+  if (text.empty()) return false;
+  char* end;
+  errno = 0;
+  const long long v = strtoll(text.c_str(), &end, 0);
+  if (*end || errno) return false;
+  out = v;
+  return true;
+}
+
+// "(int, default 20)", "(all|sent|received, default all)", "(int, default
+// 1, min 1)": the kind, the choices, the default and an int's bounds, then
+// "repeated" for an expr or spec option. Returns an error message, or "".
 std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector<std::string>& choices,
-                             std::optional<std::string>& def, bool* repeated = nullptr) {
+                             std::optional<std::string>& def, IntRange& range, bool* repeated = nullptr) {
   size_t comma = spec.find(',');
   std::string_view type = trim(spec.substr(0, comma));
   if (type == "int") kind = ValueKind::Int;
@@ -61,17 +76,41 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
   } else {
     return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)", type);
   }
-  if (comma != std::string_view::npos) {
-    std::string_view rest = trim(spec.substr(comma + 1));
-    if (rest == "repeated") {
+  // The clauses after the type, each once.
+  std::string_view rest = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+  while (!trim(rest).empty()) {
+    comma = rest.find(',');
+    std::string_view clause = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::string_view whole = clause;
+    std::string_view word = next_word(clause);
+    std::string_view value = trim(clause);
+    if (word == "repeated" && value.empty()) {
       if (!repeated || (kind != ValueKind::Expr && kind != ValueKind::Spec))
         return "only an expr or spec option may be repeated";
       *repeated = true;
-      return "";
+    } else if (word == "default" && !value.empty()) {
+      if (kind == ValueKind::Expr || kind == ValueKind::Spec) return "an expr or spec option has no default";
+      if (def) return "default given twice";
+      def = std::string(value);
+    } else if ((word == "min" || word == "max") && !value.empty()) {
+      if (kind != ValueKind::Int) return fmt::format("only an int has a {}", word);
+      std::optional<int64_t>& bound = word == "min" ? range.min : range.max;
+      int64_t v;
+      if (bound) return fmt::format("{} given twice", word);
+      if (!header_integer(value, v)) return fmt::format("{}: \"{}\" is not an integer", word, value);
+      bound = v;
+    } else {
+      return fmt::format("expected \"default VALUE\", \"min N\", \"max N\" or \"repeated\", got \"{}\"",
+                         whole);
     }
-    if (kind == ValueKind::Expr || kind == ValueKind::Spec) return "an expr or spec option has no default";
-    if (!rest.starts_with("default ")) return fmt::format("expected \"default VALUE\", got \"{}\"", rest);
-    def = std::string(trim(rest.substr(8)));
+  }
+  if (range.min && range.max && *range.min > *range.max) return "min is above max";
+  if (def && kind == ValueKind::Int) {
+    int64_t v;
+    if (!header_integer(*def, v)) return fmt::format("default \"{}\" is not an integer", *def);
+    if ((range.min && v < *range.min) || (range.max && v > *range.max))
+      return fmt::format("default {} is out of the range", *def);
   }
   return "";
 }
@@ -108,7 +147,8 @@ std::string parse_option(std::string_view line, OptionSpec& o) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     if (o.metavar.empty()) return "a flag takes no value type (add a METAVAR)";
-    if (auto err = parse_value_spec(line.substr(1, close - 1), o.kind, o.choices, o.default_value, &o.repeated);
+    if (auto err = parse_value_spec(line.substr(1, close - 1), o.kind, o.choices, o.default_value, o.range,
+                                    &o.repeated);
         !err.empty())
       return err;
     line.remove_prefix(close + 1);
@@ -125,7 +165,8 @@ std::string parse_arg(std::string_view line, ArgSpec& a) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     std::vector<std::string> choices;
-    if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value); !err.empty())
+    if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value, a.range);
+        !err.empty())
       return err;
     if (a.kind != ValueKind::Int && a.kind != ValueKind::Str && a.kind != ValueKind::Probe)
       return "an argument is an int, a str or a probe";

@@ -6,6 +6,7 @@
 // into the script's getopt() options and positional parameters.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,14 @@ namespace bpfscope::tools {
 // number.
 enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe, Expr, Spec, Errno };
 
+// An int's bounds from the header, "(int, default 1, min 1)": values out of
+// them are refused before anything is compiled, naming the option or
+// argument (an interval of 0, a negative row count).
+struct IntRange {
+  std::optional<int64_t> min;
+  std::optional<int64_t> max;
+};
+
 // A global option given on a tool's command line (`-o FILE`, `-f json`...).
 struct GlobalOption {
   std::string name;  // "o", "f", "dry-run", ...
@@ -41,6 +50,7 @@ struct OptionSpec {
   std::string metavar;         // "PID" ("" for a flag)
   ValueKind kind = ValueKind::Flag;
   std::optional<std::string> default_value;
+  IntRange range;                    // Int
   std::vector<std::string> choices;  // Choice
   bool repeated = false;             // "(spec, repeated)": may be given several times (Expr, Spec)
   // A flag declared "(sets -f folded)": giving it applies that global option
@@ -54,6 +64,7 @@ struct ArgSpec {
   std::string name;
   ValueKind kind = ValueKind::Int;  // Int or Str
   std::optional<std::string> default_value;  // none: the argument is required
+  IntRange range;                            // Int
   std::string help;
 };
 
@@ -102,6 +113,10 @@ struct Invocation {
   // given, in order, for lang::splice_options().
   std::vector<std::string> spliced_options;
   std::vector<lang::SplicedValue> spliced;
+  // The values of int, str, list... options and arguments given (not the
+  // defaults), for lang::locate_arguments(): `before` and `after` are the
+  // words of `args` around each.
+  std::vector<lang::GivenArgument> given;
   bool help = false;    // -h, --help
   bool source = false;  // --source
 };

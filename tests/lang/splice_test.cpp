@@ -68,5 +68,55 @@ TEST(Splice, ErrorsAreLocatedInTheValue) {
   EXPECT_EQ(r.errors, "-H:1:7-8: ERROR: unexpected end of file\nsize +\n      ~\n");
 }
 
+// A given argument that an attach point splices ($1, getopt("NAME")) is
+// where that attach point's errors are located: a tool's error names it
+// ("funccount: pattern 'tcp*': ..."), and a hint may rebuild the command.
+TEST(Splice, LocatesAttachPointsInGivenArguments) {
+  Diagnostics diags;
+  auto program = parse(Source("tools/t.bt",
+                              "$1 { }\n"
+                              "interval:s:$12 { }\n"
+                              "uprobe:getopt(\"lib\"):f, tracepoint:a:b { }\n"
+                              "interval:s:$2 { }\n"),
+                       diags);
+  ASSERT_TRUE(program);
+  const std::vector<Loc> before = {program->probes[0].points[0].loc, program->probes[1].points[0].loc,
+                                   program->probes[2].points[1].loc};
+  locate_arguments(*program, {{.ref = "$1", .text = "tcp*", .label = "pattern 'tcp*'", .before = "bpfscope t ",
+                               .after = " -i 1"},
+                              {.ref = "getopt(\"lib\")", .text = "/x", .label = "-l /x", .before = "", .after = ""}});
+  const Source& src = program->source;
+  const Loc pattern = program->probes[0].points[0].loc;
+  ASSERT_NE(src.argument_at(pattern.begin), nullptr);
+  EXPECT_EQ(src.slice(pattern), "tcp*");
+  EXPECT_EQ(src.argument_at(pattern.begin)->label, "pattern 'tcp*'");
+  EXPECT_EQ(src.argument_at(pattern.begin)->retry("t:tcp:*"), "bpfscope t 't:tcp:*' -i 1");
+  EXPECT_FALSE(src.in_spliced(pattern.begin));  // a value, not script text
+  // $12 is not $1; $2 was not given (a default): both stay in the file.
+  EXPECT_EQ(program->probes[1].points[0].loc.begin, before[1].begin);
+  EXPECT_EQ(src.argument_at(program->probes[1].points[0].loc.begin), nullptr);
+  EXPECT_EQ(src.argument_at(program->probes[3].points[0].loc.begin), nullptr);
+  const Loc lib = program->probes[2].points[0].loc;
+  ASSERT_NE(src.argument_at(lib.begin), nullptr);
+  EXPECT_EQ(src.argument_at(lib.begin)->label, "-l /x");
+  EXPECT_EQ(program->probes[2].points[1].loc.begin, before[2].begin);
+
+  Diagnostics errors;
+  errors.error(pattern, "Unable to attach probe: kprobe:tcp*: no kprobes", {"try bpfscope t 't:tcp:*' -i 1"});
+  errors.error(program->probes[1].points[0].loc, "bad interval");
+  EXPECT_EQ(errors.render(src, "t"),
+            "t: pattern 'tcp*': Unable to attach probe: kprobe:tcp*: no kprobes\n"
+            "t: HINT: try bpfscope t 't:tcp:*' -i 1\n"
+            "t: bad interval (tools/t.bt:2:1-15)\n");
+}
+
+TEST(Splice, ShellWords) {
+  EXPECT_EQ(shell_word("t:net:foo_bar-1.2,3"), "t:net:foo_bar-1.2,3");
+  EXPECT_EQ(shell_word("tcp*"), "'tcp*'");
+  EXPECT_EQ(shell_word("a b"), "'a b'");
+  EXPECT_EQ(shell_word("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_word(""), "''");
+}
+
 }  // namespace
 }  // namespace bpfscope::lang

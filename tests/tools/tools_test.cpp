@@ -14,8 +14,10 @@ const char* kHeader = R"(#!/usr/bin/env bpfscope
 // option: -4 --ipv4 Trace IPv4 only
 // option: -L --localport PORTS (ports) Local ports
 // option: -s --sort MODE (all|sent|received, default all) Sort order
-// option: --depth N (int, default 127) Stack depth
-// arg: interval (int, default 99999999) Output interval, in seconds
+// option: --depth N (int, default 127, min 1, max 127) Stack depth
+// option: -r --rows ROWS (int, default 20, min 1) Rows
+// option: -u --uid UID (int, min 0) User ID
+// arg: interval (int, default 99999999, min 1) Output interval, in seconds
 // arg: count (int, default 99999999) Number of outputs
 // example: demo -p 1   # pid 1 only
 // note: Extra words.
@@ -37,7 +39,7 @@ TEST(Tools, ParsesHeader) {
   Tool t = demo();
   EXPECT_EQ(t.name, "demo");
   EXPECT_EQ(t.about, "A demo tool.");
-  ASSERT_EQ(t.options.size(), 5u);
+  ASSERT_EQ(t.options.size(), 7u);
   EXPECT_EQ(t.options[0].letter, 'p');
   EXPECT_EQ(t.options[0].name, "pid");
   EXPECT_EQ(t.options[0].metavar, "PID");
@@ -49,8 +51,19 @@ TEST(Tools, ParsesHeader) {
   EXPECT_EQ(t.options[3].choices, (std::vector<std::string>{"all", "sent", "received"}));
   EXPECT_EQ(t.options[3].default_value, "all");
   EXPECT_EQ(t.options[4].letter, 0);
+  EXPECT_EQ(t.options[4].default_value, "127");
+  EXPECT_EQ(t.options[4].range.min, 1);
+  EXPECT_EQ(t.options[4].range.max, 127);
+  EXPECT_EQ(t.options[4].help, "Stack depth");
+  EXPECT_EQ(t.options[5].range.min, 1);
+  EXPECT_EQ(t.options[5].range.max, std::nullopt);
+  EXPECT_EQ(t.options[6].default_value, std::nullopt);
+  EXPECT_EQ(t.options[6].range.min, 0);
+  EXPECT_EQ(t.options[0].range.min, std::nullopt);
   ASSERT_EQ(t.args.size(), 2u);
   EXPECT_EQ(t.args[0].default_value, "99999999");
+  EXPECT_EQ(t.args[0].range.min, 1);
+  EXPECT_EQ(t.args[1].range.min, std::nullopt);
   EXPECT_EQ(t.examples.size(), 1u);
   EXPECT_EQ(t.notes, std::vector<std::string>{"Extra words."});
   EXPECT_TRUE(has_header(kHeader));
@@ -69,6 +82,30 @@ TEST(Tools, HeaderErrorsNameTheLine) {
   EXPECT_EQ(err, "x.bt:2: flamegraph: unknown kind \"warm\" (cpu, offcpu or offwake)");
   EXPECT_FALSE(parse("// tool: x\n// flamegraph: offcpu us extra\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:2: flamegraph: KIND [UNIT]");
+  // Ranges: "min N" and "max N" clauses, for an int only, each once, and a
+  // default within them.
+  const std::vector<std::pair<const char*, const char*>> ranges = {
+      {"(int, min x)", "min: \"x\" is not an integer"},
+      {"(int, min 1, min 2)", "min given twice"},
+      {"(int, min 5, max 1)", "min is above max"},
+      {"(int, default 0, min 1)", "default 0 is out of the range"},
+      {"(int, default 200, max 127)", "default 200 is out of the range"},
+      {"(int, default x)", "default \"x\" is not an integer"},
+      {"(str, min 1)", "only an int has a min"},
+      {"(ports, max 5)", "only an int has a max"},
+      {"(int, at least 1)", "expected \"default VALUE\", \"min N\", \"max N\" or \"repeated\", got \"at least 1\""},
+      {"(int, default 1, default 2)", "default given twice"},
+      {"(int, repeated)", "only an expr or spec option may be repeated"},
+  };
+  for (const auto& [spec, error] : ranges) {
+    EXPECT_FALSE(parse(fmt::format("// tool: x\n// option: -n --num N {} n\n", spec), "x.bt", err)) << spec;
+    EXPECT_EQ(err, fmt::format("x.bt:2: {}", error)) << spec;
+  }
+  EXPECT_FALSE(parse("// tool: x\n// arg: count (int, min -1, max -2) c\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: min is above max");
+  auto ok = parse("// tool: x\n// option: -C --cpu CPU (int, default -1, min -1) c\n", "x.bt", err);
+  ASSERT_TRUE(ok) << err;
+  EXPECT_EQ(ok->options[0].range.min, -1);
   EXPECT_FALSE(parse("BEGIN {}\n", "y.bt", err));
   EXPECT_EQ(err, "y.bt:1: no \"// tool: NAME\" line in the leading comments");
 }
@@ -122,6 +159,15 @@ TEST(Tools, RejectsBadCommandLines) {
       {{"--what"}, "demo: unrecognized option '--what'"},
       {{"1", "2", "3"}, "demo: too many arguments (\"3\")"},
       {{"x"}, "demo: interval: invalid integer \"x\""},
+      // Out of the header's range: named as libbpf-tools name them.
+      {{"0"}, "demo: invalid interval \"0\": must be a positive integer"},
+      {{"-5"}, "demo: invalid interval \"-5\": must be a positive integer"},
+      {{"-r", "-5"}, "demo: -r: invalid rows \"-5\": must be a positive integer"},
+      {{"-r0"}, "demo: -r: invalid rows \"0\": must be a positive integer"},
+      {{"--rows=0"}, "demo: --rows: invalid rows \"0\": must be a positive integer"},
+      {{"--depth", "200"}, "demo: --depth: invalid depth \"200\": must be from 1 to 127"},
+      {{"--depth", "0"}, "demo: --depth: invalid depth \"0\": must be from 1 to 127"},
+      {{"-u", "-1"}, "demo: -u: invalid uid \"-1\": must be 0 or more"},
   };
   for (const auto& c : cases) {
     std::string err;
@@ -130,9 +176,50 @@ TEST(Tools, RejectsBadCommandLines) {
   }
 }
 
+// The bounds themselves are in range: uid 0, depth 1 and 127, any count.
+TEST(Tools, AcceptsValuesInRange) {
+  Tool t = demo();
+  std::string err;
+  auto inv = parse_args(t, {"-u", "0", "--depth", "1", "-r", "1", "1", "-7"}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  EXPECT_EQ(inv->named_args.at("uid"), "0");
+  EXPECT_EQ(inv->named_args.at("depth"), "1");
+  EXPECT_EQ(inv->positional, (std::vector<std::string>{"1", "-7"}));
+  inv = parse_args(t, {"--depth=127"}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  EXPECT_EQ(inv->named_args.at("depth"), "127");
+}
+
+// The values given, for errors in the attach points that splice them: how
+// each is named, and the command line around it.
+TEST(Tools, GivenArguments) {
+  Tool t = demo();
+  std::string err;
+  auto inv = parse_args(t, {"-r5", "--depth", "9", "-p", "181", "3", "-o", "a b"}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  ASSERT_EQ(inv->given.size(), 4u);
+  EXPECT_EQ(inv->given[0].ref, "getopt(\"rows\")");
+  EXPECT_EQ(inv->given[0].label, "-r 5");
+  EXPECT_EQ(inv->given[0].before, "-r");
+  EXPECT_EQ(inv->given[0].after, " --depth 9 -p 181 3 -o 'a b'");
+  EXPECT_EQ(inv->given[1].label, "--depth 9");
+  EXPECT_EQ(inv->given[1].before, "-r5 --depth ");
+  EXPECT_EQ(inv->given[2].ref, "getopt(\"pid\")");
+  EXPECT_EQ(inv->given[3].ref, "$1");
+  EXPECT_EQ(inv->given[3].text, "3");
+  EXPECT_EQ(inv->given[3].label, "interval 3");
+  EXPECT_EQ(inv->given[3].before, "-r5 --depth 9 -p 181 ");
+  EXPECT_EQ(inv->given[3].after, " -o 'a b'");
+  // A default is not given: an error in it is the tool's.
+  inv = parse_args(t, {}, kGlobals, err);
+  ASSERT_TRUE(inv) << err;
+  EXPECT_TRUE(inv->given.empty());
+}
+
 TEST(Tools, Usage) {
   Tool t = demo();
-  EXPECT_EQ(synopsis(t), "USAGE: demo [-h] [-p PID] [-4] [-L PORTS] [-s MODE] [--depth N] [interval] [count]");
+  EXPECT_EQ(synopsis(t),
+            "USAGE: demo [-h] [-p PID] [-4] [-L PORTS] [-s MODE] [--depth N] [-r ROWS] [-u UID] [interval] [count]");
   std::string u = usage(t);
   EXPECT_NE(u.find("Usage: demo [OPTION...] [ARG...]\nA demo tool.\n"), std::string::npos) << u;
   EXPECT_NE(u.find("  -p, --pid=PID              Process ID to trace\n"), std::string::npos) << u;

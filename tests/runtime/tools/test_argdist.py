@@ -63,8 +63,9 @@ class ArgdistTest(unittest.TestCase):
             run = run_tool(["argdist", "-c", "-H", spec_h, "-C", spec_c],
                            lambda: dev.dd(write=True, bs=4096, count=25), settle=1.5)
         self.assertEqual(run.rc, 0, run)
-        self.assertRegex(run.lines[0], r"^\[\d\d:\d\d:\d\d\]$", run)
-        self.assertEqual(run.lines[1], spec_c, run)
+        self.assertEqual(run.lines[0], "Tracing... Output every 1 secs. Hit Ctrl-C to end", run)
+        self.assertRegex(run.lines[1], r"^\[\d\d:\d\d:\d\d\]$", run)
+        self.assertEqual(run.lines[2], spec_c, run)
         hist = last_hist(run.lines, "args->bytes")
         self.assertEqual({k: v for k, v in hist.items() if v}, {4096: 25}, run)
         self.assertEqual(last_counts(run.lines, spec_c), {"args->rwbs = WS": 25}, run)

@@ -35,6 +35,11 @@ class BiotopTest(unittest.TestCase):
             t[1] += int(r[7])
         return out
 
+    def rows(self, run):
+        """The table rows of a run (9 columns), after its banner."""
+        self.assertRegex(run.lines[0], r"^Tracing\.\.\. Output every \d+ secs\. Hit Ctrl-C to end$", run)
+        return [l.split() for l in run.lines[1:] if len(l.split()) == 9 and l.split() != HEADER]
+
     def expected(self, dev):
         maj, mnr = dev.devno()
         return {(str(self.wpid), "dd", "W", str(maj), str(mnr)): [WRITES, WRITES * 4],
@@ -47,7 +52,7 @@ class BiotopTest(unittest.TestCase):
             tables = [i for i, l in enumerate(run.lines) if l.split() == HEADER]
             self.assertEqual(len(tables), 3, run)
             self.assertRegex(run.lines[tables[0] - 2], r"^\d\d:\d\d:\d\d loadavg: ")
-            rows = [l.split() for l in run.lines if len(l.split()) == 9 and l.split() != HEADER]
+            rows = self.rows(run)
             self.assertEqual(self.totals(rows, dev), self.expected(dev), run)
             for r in rows:
                 self.assertRegex(r[8], r"^\d+\.\d\d$")
@@ -70,7 +75,7 @@ class BiotopTest(unittest.TestCase):
                 dev.random_io([200, 300, 400, 500])  # this process's
             run = run_counted(["biotop", "-C", "-p", str(os.getpid()), "1", "2"], io)
         self.assertEqual(run.rc, 0, run)
-        rows = [l.split() for l in run.lines if len(l.split()) == 9 and l.split() != HEADER]
+        rows = self.rows(run)
         self.assertTrue(rows, run)
         self.assertEqual({r[0] for r in rows}, {str(os.getpid())}, run)
         self.assertEqual(sum(int(r[6]) for r in rows if r[5] == dev.name), 4, run)
@@ -90,7 +95,7 @@ class BiotopTest(unittest.TestCase):
                     # the test's own rows out of the top 20.
                     run = run_counted(["biotop", "-C", "-r", "100000", "-s", mode, "3", "1"], io)
                     self.assertEqual(run.rc, 0, run)
-                    rows = [l.split() for l in run.lines if len(l.split()) == 9 and l.split() != HEADER]
+                    rows = self.rows(run)
                     mine = [r for r in rows if r[5] == dev.name]
                     pids = [int(r[0]) for r in mine]
                     self.assertEqual(sorted(pids), sorted([self.small, self.big]), run)

@@ -57,12 +57,17 @@ class FunccountTest(unittest.TestCase):
         p = subprocess.run([BPFSCOPE, "funccount", "tcp*"], capture_output=True, text=True, timeout=30)
         self.assertNotEqual(p.returncode, 0)
         lines = p.stderr.splitlines()
-        self.assertRegex(lines[0], r"^funccount: Unable to attach probe: kprobe:tcp\*: kprobes are not available", p)
-        self.assertIn("tcp:*", lines[1], p)
+        # The error names the pattern given, not tools/funccount.bt, and the
+        # hint is the command to type instead.
+        self.assertRegex(lines[0], r"^funccount: pattern 'tcp\*': Unable to attach probe: kprobe:tcp\*: kprobes are not "
+                                   r"available", p)
+        self.assertNotIn("tools/funccount.bt", p.stderr, p)
+        self.assertEqual(lines[1], "funccount: HINT: try bpfscope funccount 't:tcp:*'", p)
         p = subprocess.run([BPFSCOPE, "funccount", "t:nosuchcategory:*"], capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 1, p)
         self.assertEqual(len(p.stderr.splitlines()), 1, p)
-        self.assertRegex(p.stderr, r"^funccount: ", p)
+        self.assertEqual(p.stderr, "funccount: pattern 't:nosuchcategory:*': tracepoint not found: nosuchcategory:*\n",
+                         p)
 
 
 class StackcountTest(unittest.TestCase):

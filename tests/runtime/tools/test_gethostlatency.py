@@ -56,7 +56,7 @@ class GethostlatencyTest(unittest.TestCase):
                            text=True, timeout=30)
         self.assertEqual(p.returncode, 1, p)
         self.assertEqual(p.stderr.splitlines(), [
-            "gethostlatency: binary or library not found: /nonexistent/libc.so.6 (tools/gethostlatency.bt:10:1-34)"], p)
+            "gethostlatency: -l /nonexistent/libc.so.6: binary or library not found: /nonexistent/libc.so.6"], p)
 
     def test_pid_filter_and_json(self):
         run, actor = self.lookups(lambda a: ["-p", str(a.pid), "-f", "json"])

@@ -63,6 +63,7 @@ class TcpretransTest(unittest.TestCase):
                                 lambda: tcp_session(pair, "a", pair.addr6["a"], 5302, SEND // 3), settle=1.5)
             total = nstat(pair, "TcpRetransSegs") - before
         self.assertEqual(run.rc, 0, run)
+        self.assertEqual(run.lines[0], "Tracing retransmits ... Hit Ctrl-C to end", run)
         rows = [l.split() for l in pair.mine(run.lines) if "<->" in l]
         self.assertIn(len(rows), (1, 2), run)
         self.assertIn("%s:5302" % pair.addr6["a"], (rows[0][0], rows[0][2]), run)

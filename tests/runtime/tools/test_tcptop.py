@@ -123,7 +123,8 @@ class TcptopTest(unittest.TestCase):
 
     def test_text_layout(self):
         run, actor, sessions = self.traffic(["-C", "1"])
-        self.assertRegex(run.lines[0], r"^\d\d:\d\d:\d\d loadavg: \d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+$", run)
+        self.assertEqual(run.lines[0], "Tracing... Output every 1 secs. Hit Ctrl-C to end", run)
+        self.assertRegex(run.lines[1], r"^\d\d:\d\d:\d\d loadavg: \d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+$", run)
         self.assertIn("PID    COMM         LADDR                 RADDR                  RX_KB  TX_KB", run.lines, run)
         fam, cport, sport, up, down = sessions[0]
         rows = [l for l in run.lines if re.match(r"^%d\s+%s\s+127\.0\.0\.1:%d\s+127\.0\.0\.1:%d\s+\d+\s+\d+$" %
