@@ -9,7 +9,8 @@ so that each call takes kernel page faults at address 16
 reads the path. A tracefs instance with the same event enabled, filtered to
 that address and that command, is the witness: it counts every firing the
 kernel made. Prints "faults=F missed=M witness=W": F from the program's @faults
-map, M the firings bpfscope reported missed for its probes."""
+map, M the firings bpfscope reported missed for its probes; then whether
+every firing was counted or reported."""
 import ctypes
 import os
 import re
@@ -46,5 +47,12 @@ finally:
 m = re.search(r"^@faults: (\d+)$", run.stdout, re.M)
 missed = sum(int(x) for x in re.findall(r"^WARNING: .+: (\d+) firings? (?:was|were) missed", run.stderr, re.M))
 print("faults=%s missed=%d witness=%d" % (m.group(1) if m else "none", missed, witness))
+# Every firing the witness saw is counted, or within what bpfscope reports
+# missed (which may also hold firings the probe's filter would have dropped:
+# a classic tracepoint's program is skipped while any BPF program, another
+# tracer's too, runs on that CPU).
+counted = int(m.group(1)) if m else -1
+print("every firing counted or reported" if 0 <= counted <= witness <= counted + missed
+      else "firings neither counted nor reported: %d" % (witness - counted))
 if run.returncode or not m:
     print(run.stdout, run.stderr, file=sys.stderr)
