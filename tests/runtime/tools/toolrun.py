@@ -25,6 +25,55 @@ def mount_tracefs():
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], stderr=subprocess.DEVNULL)
 
 
+class TraceInstance:
+    """A tracefs instance with one event enabled under a filter: the
+    kernel's own record of the event's firings (its trace ring buffer), a
+    witness independent of BPF. `count()` is the number of records so far;
+    the instance is removed on exit."""
+
+    def __init__(self, event, filt=""):
+        mount_tracefs()
+        self.dir = "/sys/kernel/tracing/instances/bpfscope_%s_%d" % (event.replace("/", "_"), os.getpid())
+        self.event, self.filt = event, filt
+
+    def __enter__(self):
+        os.mkdir(self.dir)
+        ev = os.path.join(self.dir, "events", self.event)
+        try:
+            if self.filt:
+                with open(os.path.join(ev, "filter"), "w") as f:
+                    f.write(self.filt)
+            with open(os.path.join(ev, "enable"), "w") as f:
+                f.write("1")
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def count(self):
+        name = self.event.split("/")[-1] + ":"
+        with open(os.path.join(self.dir, "trace")) as f:
+            return sum(1 for line in f if name in line)
+
+    def lost(self):
+        """Records the instance's ring buffer dropped (overrun), all CPUs."""
+        n = 0
+        for cpu in os.listdir(os.path.join(self.dir, "per_cpu")):
+            with open(os.path.join(self.dir, "per_cpu", cpu, "stats")) as f:
+                for line in f:
+                    if line.startswith(("overrun:", "dropped events:")):
+                        n += int(line.split(":")[1])
+        return n
+
+    def __exit__(self, *exc):
+        try:
+            with open(os.path.join(self.dir, "events", self.event, "enable"), "w") as f:
+                f.write("0")
+        except OSError:
+            pass
+        os.rmdir(self.dir)
+
+
 class Run:
     """A finished run: its stdout lines (the attach marker removed), stderr
     and exit status."""
