@@ -93,6 +93,33 @@ Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid) {
   return attach_to_perf_event(prog_fd, Fd(pfd), what);
 }
 
+Result<SkipCounters> count_skipped_firings(uint32_t tracepoint_id) {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.size = sizeof attr;
+  attr.config = tracepoint_id;  // counting: no sample period, nothing mapped
+  SkipCounters counters;
+  for (int c : online_cpus()) {
+    int pfd = sys_perf_event_open(&attr, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+    if (pfd < 0) {
+      if (errno == ENODEV) continue;  // went offline meanwhile
+      return std::unexpected(
+          make_error(errno, fmt::format("perf_event_open(tracepoint id {} counter, cpu {})", tracepoint_id, c)));
+    }
+    counters.per_cpu.emplace_back(pfd);
+  }
+  return counters;
+}
+
+uint64_t SkipCounters::total() const {
+  uint64_t sum = 0;
+  for (const auto& fd : per_cpu) {
+    uint64_t v = 0;
+    if (::read(fd.get(), &v, sizeof v) == static_cast<ssize_t>(sizeof v)) sum += v;
+  }
+  return sum;
+}
+
 // A dynamic probe PMU ("kprobe", "uprobe"): its type and the config bit that
 // makes a return probe, from /sys/bus/event_source/devices/NAME.
 struct ProbePmu {

@@ -148,6 +148,19 @@ struct Link {
 // the perf event), so filter on bpf_get_current_pid_tgid() in the program.
 Result<Link> attach_tracepoint(int prog_fd, uint32_t tracepoint_id, int pid = -1);
 
+// Counts, for a classic tracepoint, the firings for which the kernel ran no
+// BPF program: one counting perf event per online CPU on the tracepoint.
+// The kernel hands a firing to the tracepoint's perf events only when its
+// BPF programs did not take it (none ran, or one returned non-zero); a
+// program that always returns 0 therefore leaves these counters at 0 for
+// every firing it ran for. Open them after the program is attached and read
+// them before it is detached. docs/accuracy.md says when the kernel skips.
+struct SkipCounters {
+  std::vector<Fd> per_cpu;
+  uint64_t total() const;  // the sum over CPUs
+};
+Result<SkipCounters> count_skipped_firings(uint32_t tracepoint_id);
+
 // Runs an iterator program (iter:) once over all its objects.
 Result<void> run_iterator(int prog_fd);
 

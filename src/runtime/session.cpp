@@ -338,6 +338,7 @@ class Session {
     uint32_t key = 0;
     uint64_t stop = 1;
     if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &stop, BPF_ANY) != 0) {
+      freeze_skips();
       links_.clear();  // could not stop them: detach now instead
       return;
     }
@@ -346,11 +347,24 @@ class Session {
     // Programs run inside RCU read-side sections: one grace period
     // (membarrier's global command waits one) and none is left.
     if (!links_.empty()) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+    freeze_skips();
     for (auto& l : links_) {
       held_.push_back(std::move(l.link));
       held_.push_back(std::move(l.perf));
     }
     links_.clear();
+  }
+
+  // Stopped programs still run (and return 0), so the skip counts are final
+  // now; they would grow once the programs are detached.
+  // Closing a tracepoint's perf event waits out a grace period: they are
+  // released with the links.
+  void freeze_skips() {
+    for (auto& s : skips_) {
+      s.skipped = s.counters.total();
+      for (auto& fd : s.counters.per_cpu) held_.push_back(std::move(fd));
+      s.counters = {};
+    }
   }
 
   // Hands the held links and perf events to a short-lived child that
@@ -599,6 +613,13 @@ class Session {
             if (!link) return attach_error(t, link.error().message);
             if (o_.verbose) fmt::print(stderr, "{}: perf_event tracepoint + BPF link\n", t.name);
             links_.push_back(std::move(*link));
+            // Opened once the program is attached: firings before it would
+            // count as skipped.
+            if (auto counters = bpf::count_skipped_firings(t.format.id))
+              skips_.push_back({.probe = t.name, .counters = std::move(*counters)});
+            else
+              fmt::print(stderr, "WARNING: {}: firings the kernel skips cannot be counted: {}\n", t.name,
+                         counters.error().message);
             break;
           }
           case sema::ProbeKind::RawTracepoint: {
@@ -1011,6 +1032,10 @@ class Session {
           report_missed_probe(unit.targets[j].name, unit.mechanism, bpf::recursion_misses(target_fds_[i][j].get()));
       }
     }
+    for (const auto& s : skips_)
+      warn_missed(s.probe, s.skipped,
+                    "the kernel ran no BPF program for them, and a perf counter on the tracepoint saw them; "
+                    "docs/accuracy.md says when");
   }
 
   void report_missed_probe(const std::string& probe, sema::ProbeKind mechanism, uint64_t n) {
@@ -1019,6 +1044,11 @@ class Session {
                           ? "the kernel skips a tracepoint's program while another BPF program or a bpf() map call "
                             "is active on that CPU; rawtracepoint: (tp_btf) is skipped only when it interrupts itself"
                           : "the kernel skips a program that fires while it is already running on that CPU";
+    warn_missed(probe, n, why);
+  }
+
+  void warn_missed(const std::string& probe, uint64_t n, const char* why) {
+    if (n == 0) return;
     fmt::print(stderr, "WARNING: {}: {} firing{} missed: {}\n", probe, n, n == 1 ? " was" : "s were", why);
     if (o_.json) emit_out(output::json_missed(probe, n, why));
   }
@@ -1117,6 +1147,13 @@ class Session {
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;
   std::vector<bpf::Fd> held_;  // links and perf events of stopped probes, released last
+  // Classic tracepoints: the firings the kernel ran no program for.
+  struct Skips {
+    std::string probe;
+    bpf::SkipCounters counters;  // read at detach, then released with the links
+    uint64_t skipped = 0;
+  };
+  std::vector<Skips> skips_;
   bpf::Fd sigfd_;
   bool exiting_ = false;
   bool ignore_records_ = false;

@@ -93,6 +93,29 @@ TEST(Attach, TracepointCountsExactly) {
   EXPECT_EQ(read_count(c.map.get()), 100u);
 }
 
+// The skip counters count the firings no program ran for: none while a
+// program that returns 0 is attached, each one once it is detached.
+// getsid: a tracepoint nothing else on the machine fires.
+TEST(Attach, SkipCountersCountFiringsNoProgramRanFor) {
+  Counter c = load_counter(BPF_PROG_TYPE_TRACEPOINT, ::getpid());
+  ASSERT_TRUE(c.prog);
+  auto f = read_tracepoint_format("syscalls", "sys_enter_getsid");
+  ASSERT_TRUE(f.has_value()) << f.error().message;
+  auto link = attach_tracepoint(c.prog.get(), f->id);
+  ASSERT_TRUE(link.has_value()) << link.error().message;
+  auto skips = count_skipped_firings(f->id);
+  ASSERT_TRUE(skips.has_value()) << skips.error().message;
+  EXPECT_EQ(skips->per_cpu.size(), online_cpus().size());
+  for (int i = 0; i < 50; ++i) ::getsid(0);
+  EXPECT_EQ(read_count(c.map.get()), 50u);
+  EXPECT_EQ(skips->total(), 0u);
+  link->link = Fd();  // detach the program; the counters stay
+  link->perf = Fd();
+  for (int i = 0; i < 30; ++i) ::getsid(0);
+  EXPECT_EQ(read_count(c.map.get()), 50u);
+  EXPECT_EQ(skips->total(), 30u);
+}
+
 TEST(Attach, TracepointFromAnotherThreadAndCpu) {
   // The event is opened on cpu 0, but the program must run on every CPU.
   Counter c = load_counter(BPF_PROG_TYPE_TRACEPOINT, ::getpid());
