@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,8 +45,8 @@ bpf_prog_type prog_type(sema::ProbeKind k) {
     case sema::ProbeKind::End: return BPF_PROG_TYPE_RAW_TRACEPOINT;
     case sema::ProbeKind::Tracepoint: return BPF_PROG_TYPE_TRACEPOINT;
     case sema::ProbeKind::RawTracepoint: return BPF_PROG_TYPE_RAW_TRACEPOINT;
+    case sema::ProbeKind::Interval: return BPF_PROG_TYPE_RAW_TRACEPOINT;  // run by a timer in bpfscope
     case sema::ProbeKind::Software:
-    case sema::ProbeKind::Interval:
     case sema::ProbeKind::Profile:
     case sema::ProbeKind::Hardware: return BPF_PROG_TYPE_PERF_EVENT;
     case sema::ProbeKind::Uprobe:
@@ -335,6 +336,7 @@ class Session {
   // slow here (closing a tracepoint's BPF link waits for RCU grace periods,
   // 10-35 ms per probe), so the links are released after the output is done.
   void detach() {
+    timers_.clear();
     uint32_t key = 0;
     uint64_t stop = 1;
     if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &stop, BPF_ANY) != 0) {
@@ -353,6 +355,16 @@ class Session {
       held_.push_back(std::move(l.perf));
     }
     links_.clear();
+  }
+
+  // Keeps a probe's counters of the firings the kernel ran no program for,
+  // or says that they cannot be had.
+  void count_skips(const std::string& probe, bpf::Result<bpf::SkipCounters> counters) {
+    if (counters)
+      skips_.push_back({.probe = probe, .counters = std::move(*counters)});
+    else
+      fmt::print(stderr, "WARNING: {}: firings the kernel skips cannot be counted: {}\n", probe,
+                 counters.error().message);
   }
 
   // Stopped programs still run (and return 0), so the skip counts are final
@@ -615,11 +627,7 @@ class Session {
             links_.push_back(std::move(*link));
             // Opened once the program is attached: firings before it would
             // count as skipped.
-            if (auto counters = bpf::count_skipped_firings(t.format.id))
-              skips_.push_back({.probe = t.name, .counters = std::move(*counters)});
-            else
-              fmt::print(stderr, "WARNING: {}: firings the kernel skips cannot be counted: {}\n", t.name,
-                         counters.error().message);
+            count_skips(t.name, bpf::count_skipped_firings(t.format.id));
             break;
           }
           case sema::ProbeKind::RawTracepoint: {
@@ -646,17 +654,34 @@ class Session {
             links_.push_back(std::move(*link));
             break;
           }
+          case sema::ProbeKind::Interval: {
+            // A timer in bpfscope runs the program (BPF_PROG_TEST_RUN): a
+            // perf cpu-clock tick is lost, unreported, whenever the kernel
+            // does not run the program then (docs/accuracy.md); these are not.
+            const uint64_t ns = t.freq ? std::max<uint64_t>(1, 1000000000ull / t.period) : t.period;
+            bpf::Fd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+            itimerspec spec{};
+            clock_gettime(CLOCK_MONOTONIC, &spec.it_value);
+            const uint64_t first = static_cast<uint64_t>(spec.it_value.tv_sec) * 1000000000ull +
+                                   static_cast<uint64_t>(spec.it_value.tv_nsec) + ns;
+            spec.it_value = {.tv_sec = static_cast<time_t>(first / 1000000000ull),
+                             .tv_nsec = static_cast<long>(first % 1000000000ull)};
+            spec.it_interval = {.tv_sec = static_cast<time_t>(ns / 1000000000ull),
+                                .tv_nsec = static_cast<long>(ns % 1000000000ull)};
+            if (!timer || timerfd_settime(timer.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+              return attach_error(t, fmt::format("timerfd: {}", std::strerror(errno)));
+            if (o_.verbose) fmt::print(stderr, "{}: a timer in bpfscope (timerfd) + BPF_PROG_TEST_RUN\n", t.name);
+            timers_.push_back({.prog = fd, .timer = std::move(timer), .due = first, .period = ns});
+            break;
+          }
           case sema::ProbeKind::Software:
-          case sema::ProbeKind::Interval:
           case sema::ProbeKind::Profile: {
             // software and profile sample the -p process alone (one event that
-            // follows it across CPUs), else every CPU; interval ticks on CPU 0.
-            bool interval = unit.kind == sema::ProbeKind::Interval;
+            // follows it across CPUs), else every CPU.
             bool software = unit.kind == sema::ProbeKind::Software;
-            int pid = interval ? -1 : o_.target_pid;
+            int pid = o_.target_pid;
             uint64_t config = software ? t.perf_config : static_cast<uint64_t>(PERF_COUNT_SW_CPU_CLOCK);
-            auto links = bpf::attach_perf_software(fd, config, t.period,
-                                                   !software && t.freq, interval ? 0 : -1, pid);
+            auto links = bpf::attach_perf_software(fd, config, t.period, !software && t.freq, -1, pid);
             if (!links) return attach_error(t, links.error().message);
             if (o_.verbose)
               fmt::print(stderr, "{}: perf_event {} {}\n", t.name, software ? "software" : "cpu-clock",
@@ -1069,6 +1094,10 @@ class Session {
         epoll_ctl(ep.get(), EPOLL_CTL_ADD, pidfd.get(), &ev);
       }
     }
+    for (size_t i = 0; i < timers_.size(); ++i) {
+      ev.data.u32 = kFirstTimer + static_cast<uint32_t>(i);
+      epoll_ctl(ep.get(), EPOLL_CTL_ADD, timers_[i].timer.get(), &ev);
+    }
     while (!exiting_) {
       // The watched process's mappings are gone once it exits: keep a fresh
       // copy for its user stacks (checked every 100 ms).
@@ -1088,6 +1117,8 @@ class Session {
             child_reaped_ = true;
           }
           exiting_ = true;
+        } else if (events[k].data.u32 >= kFirstTimer) {
+          tick();
         }
       }
       drain();
@@ -1095,6 +1126,26 @@ class Session {
     }
     // Records already in the ring buffer before a signal still count.
     drain();
+  }
+
+  // An interval probe's timer expired. Every probe's periods that passed
+  // run now, once each, in the order they fell due (the loop may have been
+  // busy for several), until exit().
+  void tick() {
+    for (auto& t : timers_) {
+      uint64_t periods = 0;
+      if (read(t.timer.get(), &periods, sizeof periods) == sizeof periods) t.pending += periods;
+    }
+    while (!exiting_) {
+      Timer* next = nullptr;
+      for (auto& t : timers_)
+        if (t.pending > 0 && (!next || t.due < next->due)) next = &t;
+      if (!next) break;
+      next->pending--;
+      next->due += next->period;
+      if (auto r = bpf::run_once(next->prog); !r) fmt::print(stderr, "ERROR: interval: {}\n", r.error().message);
+      drain();
+    }
   }
 
   void print_maps() {
@@ -1147,6 +1198,15 @@ class Session {
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;
   std::vector<bpf::Fd> held_;  // links and perf events of stopped probes, released last
+  struct Timer {
+    int prog;  // an interval probe's program
+    bpf::Fd timer;
+    uint64_t due = 0;  // CLOCK_MONOTONIC ns of its next period not yet run
+    uint64_t period = 0;
+    uint64_t pending = 0;  // periods passed and not yet run
+  };
+  static constexpr uint32_t kFirstTimer = 16;  // epoll ids of the timers
+  std::vector<Timer> timers_;
   // Classic tracepoints: the firings the kernel ran no program for.
   struct Skips {
     std::string probe;

@@ -95,11 +95,12 @@ TEST(Attach, TracepointCountsExactly) {
 
 // The skip counters count the firings no program ran for: none while a
 // program that returns 0 is attached, each one once it is detached.
-// getsid: a tracepoint nothing else on the machine fires.
+// sys_exit_getsid: a tracepoint no other test attaches (sys_enter_* wildcards
+// would: their programs take the firings once ours is detached).
 TEST(Attach, SkipCountersCountFiringsNoProgramRanFor) {
   Counter c = load_counter(BPF_PROG_TYPE_TRACEPOINT, ::getpid());
   ASSERT_TRUE(c.prog);
-  auto f = read_tracepoint_format("syscalls", "sys_enter_getsid");
+  auto f = read_tracepoint_format("syscalls", "sys_exit_getsid");
   ASSERT_TRUE(f.has_value()) << f.error().message;
   auto link = attach_tracepoint(c.prog.get(), f->id);
   ASSERT_TRUE(link.has_value()) << link.error().message;

@@ -31,6 +31,13 @@ instance counted 0. So a tool's count of switch-ins lies in [ins - the
 firings it reports missed, pcount]: exact when ins == pcount (unfired 0),
 and never above the kernel's own count.
 
+No BPF program runs for a firing while a thread of PID 1 (the VM's agent)
+is the current task, and the kernel counts none of them (docs/accuracy.md):
+a switch-in from such a thread, or a wakeup made by one or in an interrupt
+over one. The witness counts those firings for the process too (`blind`)
+and leaves them out of `ins`, `main_ins` (and so counts them in `unfired`):
+a tool's count is checked against what a BPF program can see.
+
 Only valid beside tools that attach sched_switch as a raw tracepoint
 (rawtracepoint:, tp_btf): a BPF program on the classic tracepoint that
 returns 0 makes the kernel drop the perf event of that firing.
@@ -103,9 +110,10 @@ def wait_blocked(pid, limit=60):
 
 class SwitchIns:
     """with SwitchIns(pid) as sw: ... -- afterwards sw.ins (switch-ins the
-    tracepoint fired), sw.outs (switch-outs), sw.pcount (the kernel's count
-    of switch-ins of the main thread) and sw.unfired (pcount - ins, of the
-    main thread; None with `comm`, whose threads may end in the window)."""
+    tracepoint fired where a BPF program runs), sw.outs (switch-outs),
+    sw.pcount (the kernel's count of switch-ins of the main thread),
+    sw.unfired (pcount - main_ins) and sw.blind (the firings no program
+    sees, counted out of ins)."""
 
     def __init__(self, pid, comm=None):
         self.pid, self.comm = pid, comm
@@ -136,13 +144,18 @@ class SwitchIns:
         ctl, ack = os.path.join(self.dir, "ctl"), os.path.join(self.dir, "ack")
         os.mkfifo(ctl)
         os.mkfifo(ack)
-        events = []
-        if self.comm:
-            events += [("next_comm == \"%s\"" % self.comm), ("prev_comm == \"%s\"" % self.comm)]
-        events += ["next_pid == %d" % self.pid, "prev_pid == %d" % self.pid]
+        ins = "next_comm == \"%s\"" % self.comm if self.comm else "next_pid == %d" % self.pid
+        woken = "comm == \"%s\"" % self.comm if self.comm else "pid == %d" % self.pid
+        agent = " || ".join("common_pid == %d" % t for t in tids(1))
+        events = [("sched_switch", ins),
+                  ("sched_switch", "prev_comm == \"%s\"" % self.comm if self.comm else "prev_pid == %d" % self.pid),
+                  ("sched_switch", "next_pid == %d" % self.pid), ("sched_switch", "prev_pid == %d" % self.pid),
+                  ("sched_switch", "%s && (%s)" % (ins, agent)), ("sched_wakeup", "%s && (%s)" % (woken, agent)),
+                  ("sched_switch", "next_pid == %d && (%s)" % (self.pid, agent)),
+                  ("sched_wakeup", "pid == %d && (%s)" % (self.pid, agent))]
         argv = [PERF, "stat", "--control=fifo:%s,%s" % (ctl, ack), "-D", "-1", "-x,", "-a"]
-        for f in events:
-            argv += ["-e", "sched:sched_switch", "--filter", f]
+        for event, f in events:
+            argv += ["-e", "sched:" + event, "--filter", f]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)
         # Opening a fifo blocks until perf opens the other end.
@@ -169,12 +182,20 @@ class SwitchIns:
             os.rmdir(self.dir)
         if exc[0] is not None:
             return
-        counts = [l.split(",")[0] for l in err.splitlines() if ",sched:sched_switch," in l]
-        if len(counts) != (4 if self.comm else 2) or not all(c.isdigit() for c in counts):
+        counts = [l.split(",")[0] for l in err.splitlines() if ",sched:sched_" in l]
+        if len(counts) != 8 or not all(c.isdigit() for c in counts):
             raise AssertionError("perf stat: %s" % err)
         counts = [int(c) for c in counts]
-        self.main_ins, self.main_outs = counts[-2:]
-        self.ins, self.outs = counts[:2]
+        self.ins, self.outs, self.main_ins, self.main_outs = counts[:4]
+        # Firings no BPF program sees (docs/accuracy.md): switch-ins from,
+        # and wakeups by, a thread of PID 1 (the VM's agent), or in an
+        # interrupt taken while it runs.
+        # They count as switch-ins the tools cannot see: `ins` and
+        # `main_ins` are the ones they can, and `unfired` includes these.
+        self.blind = counts[4] + counts[5]
+        self.main_blind = counts[6] + counts[7]
+        self.ins -= self.blind
+        self.main_ins -= self.main_blind
         self.unfired = self.pcount - self.main_ins
         if os.environ.get("SCHEDWITNESS_LOG"):  # to keep the numbers a run saw
             with open(os.environ["SCHEDWITNESS_LOG"], "a") as f:
@@ -195,9 +216,9 @@ class SwitchIns:
         return self.outs - self.ins
 
     def __repr__(self):
-        return "SwitchIns(pid=%d%s: ins=%s outs=%s main_ins=%s pcount=%s unfired=%s)" % (
+        return "SwitchIns(pid=%d%s: ins=%s outs=%s main_ins=%s pcount=%s unfired=%s blind=%s)" % (
             self.pid, ", comm=%s" % self.comm if self.comm else "", self.ins, self.outs, self.main_ins,
-            self.pcount, self.unfired)
+            self.pcount, self.unfired, self.blind)
 
 
 def run_witnessed(args, work, comm=None):
