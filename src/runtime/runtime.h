@@ -30,6 +30,7 @@ struct Options {
   std::string output_file;   // -o: script output goes there
   bool quiet = false;        // -q
   bool json = false;         // -f json: NDJSON messages (REFERENCE.md 6.8)
+  bool recording = false;    // -f record: -f json and what `bpfscope render` needs (json is set too)
   // -f folded: maps keyed by stacks print as folded stacks on the output;
   // all other output goes to stderr as text, so the output is folded only.
   bool folded = false;
