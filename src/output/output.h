@@ -416,7 +416,7 @@ std::string typed_field(const Value& v);
 // as {"stack": "kernel"|"user", "text": "...", "frames": [...]}.
 std::string typed_json(const Value& v);
 
-// `bpfscope render`: one line of a recording (a run's -f json output) as the
+// `bpfscope render`: one line of a recording (a run's -f record output) as the
 // live run printed it: `out` for standard output, `err` for standard error
 // (the attach message, lost events, warnings), `map` the map a map message
 // held (for other renderers). With `folded`, maps keyed by stacks are folded

@@ -43,7 +43,7 @@ struct Options {
   // (output::stack_layout: offwake keys are two halves).
   output::FlameGraphOptions flamegraph{.unit = ""};
   // A tool's "// flamegraph:" header set flamegraph's kind and unit. With
-  // -f json its maps keyed by stacks then say them ("graph", "unit"), so
+  // -f record its maps keyed by stacks then say them ("graph", "unit"), so
   // that `bpfscope render` draws the recording as the live run would; its
   // @folded map (kept for -f folded and drawings, never printed as text) is
   // marked "drawn_only".
