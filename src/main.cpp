@@ -39,16 +39,17 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
     bpfscope tools                           (list the tools)
     bpfscope render [options] RECORDING|FILE.folded
-                                             (a -f json recording printed again, or drawn; folded
+                                             (a -f record recording printed again, or drawn; folded
                                               stacks drawn as a flame graph; render -h)
     Options may also follow the file, the program's args and -l's pattern; after `--` none do.
 
 OPTIONS:
     -e PROGRAM     the program to run
     -o FILE        write the program's output (printf, print, maps) to FILE
-    -f FORMAT      output format: text, json (NDJSON, one message per line) or
-                   folded (maps keyed by stacks as folded stacks; other output
-                   to stderr)
+    -f FORMAT      output format: text, json (bpftrace's NDJSON, one message per
+                   line), record (json plus what `bpfscope render` needs to print
+                   and draw the run again) or folded (maps keyed by stacks as
+                   folded stacks; other output to stderr)
     -B MODE        output buffering: line, full or none (accepted; output is flushed per batch of events)
     -q             quiet: do not print "Attached N probes"
     -v             verbose: also print how each probe was attached
@@ -233,13 +234,13 @@ int compile_and_run(Cli& cli) {
   // offcputime) leaves its own text layout to the folded stacks of its maps.
   // --flamegraph too: the stacks are kept in their maps until the exit.
   // getopt("stacks"): those maps are wanted, by those two or by a tool's
-  // recording (-f json of a tool with a "// flamegraph:" header), which
+  // recording (-f record of a tool with a "// flamegraph:" header), which
   // keeps them beside the events of its text layout.
   const auto imply = [&](const char* name, bool on) {
     if (on && sopts.named_args.emplace(name, std::nullopt).second) sopts.implied_args.insert(name);
   };
   imply("folded", cli.run.folded || !cli.run.flamegraph_file.empty());
-  imply("stacks", cli.run.folded || !cli.run.flamegraph_file.empty() || (cli.run.json && cli.run.tool_graph));
+  imply("stacks", cli.run.folded || !cli.run.flamegraph_file.empty() || (cli.run.recording && cli.run.tool_graph));
   cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
@@ -303,10 +304,12 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       break;
     case 'o': cli.run.output_file = arg; break;
     case 'f':
-      cli.run.json = strcmp(arg, "json") == 0;
+      cli.run.recording = strcmp(arg, "record") == 0;
+      cli.run.json = cli.run.recording || strcmp(arg, "json") == 0;
       cli.run.folded = strcmp(arg, "folded") == 0;
       if (!cli.run.json && !cli.run.folded && strcmp(arg, "text") != 0) {
-        fmt::print(stderr, "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json', 'folded'\n", arg);
+        fmt::print(stderr,
+                   "ERROR: Invalid output format \"{}\"\nValid formats: 'text', 'json', 'record', 'folded'\n", arg);
         return 1;
       }
       break;
@@ -514,7 +517,7 @@ std::optional<int> check_graph_options(const Cli& cli) {
   }
   if (cli.run.heatmap_file == "-" && (cli.run.json || cli.run.folded)) {
     fmt::print(stderr, "ERROR: --heatmap - draws on the terminal, which -f {} does not print; give --heatmap "
-               "FILE.svg\n", cli.run.json ? "json" : "folded");
+               "FILE.svg\n", cli.run.recording ? "record" : cli.run.json ? "json" : "folded");
     return 1;
   }
   return std::nullopt;
@@ -545,7 +548,7 @@ struct RecordingSinks {
   std::string unit;
 };
 
-// Renders a recording (a run's -f json output, output::render_message):
+// Renders a recording (a run's -f record output, output::render_message):
 // its text to `out` and stderr, and its maps into `sinks`. Returns an exit
 // status.
 int render_recording(std::string_view text, const std::string& name, const output::RenderOptions& opts, FILE* out,
@@ -587,7 +590,7 @@ int render_recording(std::string_view text, const std::string& name, const outpu
 }
 
 // `bpfscope render [options] INPUT`: INPUT (`-` is stdin) is a recording (a
-// run's -f json output: NDJSON, its first line a JSON object), printed again
+// run's -f record output: NDJSON, its first line a JSON object), printed again
 // as the live run printed it and, with --flamegraph, drawn; or folded stacks
 // (`-f folded` output, or FlameGraph's collapsed stacks), drawn as a flame
 // graph. argv[0] is "render".
@@ -605,7 +608,7 @@ int render(int argc, char** argv) {
       "       bpfscope render --flamegraph OUT.svg [--title TEXT] [--inverted] [--kind cpu|offcpu|offwake]\n"
       "                       [--unit UNIT] [--minwidth PX] RECORDING|FILE.folded\n"
       "       bpfscope render --heatmap OUT.svg|- [--title TEXT] RECORDING\n"
-      "A RECORDING is a run's -f json output (NDJSON; - reads stdin). It is printed as the live run\n"
+      "A RECORDING is a run's -f record output (NDJSON; - reads stdin). It is printed as the live run\n"
       "printed it: maps, histograms, printf lines and tables on stdout (or -o FILE), the attach\n"
       "message and warnings on stderr; with --flamegraph its maps keyed by stacks are also drawn,\n"
       "with --heatmap the hist() and lhist() maps it printed during the run (- : on the output,\n"

@@ -161,9 +161,10 @@ std::string_view map_type(AggKind kind) {
   return "map";
 }
 
-// What a recording needs beyond bpftrace's message (json_map in output.h).
-std::string recording_fields(const MapSnapshot& map, const std::vector<std::pair<Value, Aggregate>>& entries,
-                             HistLayout layout) {
+}  // namespace
+
+std::string map_recording_fields(const MapSnapshot& map, uint64_t top, HistLayout layout) {
+  const auto entries = select_entries(map, top);
   std::string out = fmt::format(", \"agg\": \"{}\"", agg_name(map.kind));
   if (map.kind == AggKind::Hist) out += fmt::format(", \"bits\": {}", map.hist.bits);
   if (map.kind == AggKind::LHist)
@@ -182,8 +183,6 @@ std::string recording_fields(const MapSnapshot& map, const std::vector<std::pair
   if (layout == HistLayout::Bcc) out += ", \"layout\": \"bcc\"";
   return out;
 }
-
-}  // namespace
 
 std::string_view agg_name(AggKind kind) {
   switch (kind) {
@@ -265,8 +264,7 @@ std::string json_value(const Value& v) {
   return "null";
 }
 
-std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, HistLayout layout,
-                     bool keep_empty) {
+std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, bool keep_empty) {
   const auto entries = select_entries(map, top);
   const bool hist = is_histogram(map.kind);
   if (entries.empty() && !(keep_empty && hist)) return "";
@@ -298,9 +296,14 @@ std::string json_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool pe
     }
     extra = fmt::format(", \"percentiles\": {{{}: {}}}", json_string(map.name), p);
   }
-  extra += recording_fields(map, entries, layout);
   return fmt::format("{{\"type\": \"{}\", \"data\": {{{}: {}}}{}}}\n", map_type(map.kind),
                      json_string(map.name), data, extra);
+}
+
+std::string record_map(const MapSnapshot& map, uint64_t top, uint64_t div, bool percentiles, HistLayout layout,
+                       bool keep_empty) {
+  std::string msg = json_map(map, top, div, percentiles, keep_empty);
+  return msg.empty() ? msg : with_fields(std::move(msg), map_recording_fields(map, top, layout));
 }
 
 std::string json_event(std::string_view type, std::string_view text) {
@@ -308,43 +311,40 @@ std::string json_event(std::string_view type, std::string_view text) {
 }
 
 std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
-                         uint32_t col, std::string_view text) {
-  return fmt::format("{{\"type\": {}, \"msg\": {}, \"filename\": {}, \"line\": {}, \"col\": {}, \"text\": {}}}\n",
-                     json_string(type), json_string(msg), json_string(filename), line, col, json_string(text));
+                         uint32_t col) {
+  return fmt::format("{{\"type\": {}, \"msg\": {}, \"filename\": {}, \"line\": {}, \"col\": {}}}\n",
+                     json_string(type), json_string(msg), json_string(filename), line, col);
 }
 
 std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
-                              uint32_t line, uint32_t col, std::string_view text) {
+                              uint32_t line, uint32_t col) {
   return fmt::format(
       "{{\"type\": \"helper_error\", \"msg\": {}, \"helper\": {}, \"retcode\": {}, \"filename\": {}, "
-      "\"line\": {}, \"col\": {}, \"text\": {}}}\n",
-      json_string(msg), json_string(helper), retcode, json_string(filename), line, col, json_string(text));
+      "\"line\": {}, \"col\": {}}}\n",
+      json_string(msg), json_string(helper), retcode, json_string(filename), line, col);
 }
 
-std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values,
-                             std::string_view text) {
-  return fmt::format("{{\"type\": \"event\", \"data\": {}, \"text\": {}}}\n",
-                     json_value(Value::of_record(names, values)), json_string(text));
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values) {
+  return fmt::format("{{\"type\": \"event\", \"data\": {}}}\n", json_value(Value::of_record(names, values)));
 }
 
 std::string json_value_event(const Value& v) {
-  return fmt::format("{{\"type\": \"value\", \"data\": {}, \"typed\": {}}}\n", json_value(v), typed_json(v));
+  return fmt::format("{{\"type\": \"value\", \"data\": {}}}\n", json_value(v));
 }
 
 std::string json_exit(bool gap) {
   return fmt::format("{{\"type\": \"exit\", \"data\": {{\"gap\": {}}}}}\n", gap ? "true" : "false");
 }
 
-namespace {
-
-// "...}\n" -> "...FIELDS}\n"
 std::string with_fields(std::string message, std::string_view fields) {
   const size_t close = message.rfind('}');
   if (close != std::string::npos) message.insert(close, fields);
   return message;
 }
 
-}  // namespace
+std::string text_field(std::string_view text) { return ", \"text\": " + json_string(text); }
+
+std::string typed_field(const Value& v) { return ", \"typed\": " + typed_json(v); }
 
 std::string json_with_time(std::string message, double time) {
   return with_fields(std::move(message), fmt::format(", \"time\": {:.6f}", time));

@@ -374,19 +374,40 @@ std::string json_value(const Value& v);
 // A map for print(@m, top, div) and at exit: `{"type": "map"|"hist"|"stats",
 // "data": {"@m": ...}}`, entries sorted and cut as map_text does. Empty
 // string for a map with no entries.
-// With `percentiles`, a hist message also has `"percentiles": {"@m":
-// {"p50": ...}}` (keyed maps: {"@m": {"key": {"p50": ...}}}).
-// So that the message is a complete recording (for `bpfscope render`), it
-// also has: "agg" (count, sum, avg, min, max, stats, hist, lhist, plain);
-// "bits" of a hist, "min", "max", "step" of an lhist; "signed": false for
-// unsigned values; "keys", the keys in the data's order as typed_json (the
-// data's keys are text without spaces); "values" of a plain map, as
-// typed_json; "layout": "bcc" where the tools' layout prints it.
+// With `percentiles` (an option of its own), a hist message also has
+// `"percentiles": {"@m": {"p50": ...}}` (keyed maps: {"@m": {"key": {"p50": ...}}}).
 // With `keep_empty`, a hist() or lhist() map with no entries still gives its
 // message, its data [] ({} keyed): print() of an empty histogram during a
-// run is a column of a heat map drawn from the recording.
+// run is a column of a heat map drawn from a recording.
 std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0, bool percentiles = false,
-                     HistLayout layout = HistLayout::Bpftrace, bool keep_empty = false);
+                     bool keep_empty = false);
+
+// ---- recordings (-f record) ----
+// A recording is -f json with, added to bpftrace's messages, what `bpfscope
+// render` needs to print and draw the run again. -f json itself stays
+// bpftrace's, key for key (DESIGN.md's contract).
+
+// "...}\n" -> "...FIELDS}\n": `fields` (", \"k\": v, ...") added to a message.
+std::string with_fields(std::string message, std::string_view fields);
+
+// What a map message of a recording adds (print(@m, top)): "agg" (count,
+// sum, avg, min, max, stats, hist, lhist, plain); "bits" of a hist, "min",
+// "max", "step" of an lhist; "signed": false for unsigned values; "keys",
+// the keys in the data's order as typed_json (the data's keys are text
+// without spaces); "values" of a plain map, as typed_json; "layout": "bcc"
+// where the tools' layout prints it.
+std::string map_recording_fields(const MapSnapshot& map, uint64_t top, HistLayout layout);
+
+// A map's message in a recording: json_map with map_recording_fields.
+std::string record_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0, bool percentiles = false,
+                       HistLayout layout = HistLayout::Bpftrace, bool keep_empty = false);
+
+// `, "text": T`: what the run printed for an event, table, errorf, warnf
+// or helper error message (render prints it again).
+std::string text_field(std::string_view text);
+
+// `, "typed": <typed_json>`: print() of a non-map value.
+std::string typed_field(const Value& v);
 
 // A value as JSON that reads back as the same Value (for keys and values in
 // recordings): integers and strings as themselves; {"uint": N}, {"ptr": N},
@@ -395,7 +416,7 @@ std::string json_map(const MapSnapshot& map, uint64_t top = 0, uint64_t div = 0,
 // as {"stack": "kernel"|"user", "text": "...", "frames": [...]}.
 std::string typed_json(const Value& v);
 
-// `bpfscope render`: one line of a recording (a run's -f json output) as the
+// `bpfscope render`: one line of a recording (a run's -f record output) as the
 // live run printed it: `out` for standard output, `err` for standard error
 // (the attach message, lost events, warnings), `map` the map a map message
 // held (for other renderers). With `folded`, maps keyed by stacks are folded
@@ -439,40 +460,35 @@ void order_columns(Table& t, const PrintfFormat& row);
 // its widest cell or name, so that the rows stay aligned.
 std::string table_text(const Table& t, const std::vector<std::string>& names, const PrintfFormat& row);
 
-// `{"type": "table", "data": [{"pid": 1, "comm": "x", ...}, ...], "text":
-// "<the table as text>"}`: one object per row, keyed by the lowercased column
-// names.
-std::string json_table(const Table& t, const std::vector<std::string>& names, std::string_view text);
+// `{"type": "table", "data": [{"pid": 1, "comm": "x", ...}, ...]}`: one
+// object per row, keyed by the lowercased column names.
+std::string json_table(const Table& t, const std::vector<std::string>& names);
 
 // `{"type": "<type>", "data": "<text>"}` for printf, time, cat, join, syscall.
 std::string json_event(std::string_view type, std::string_view text);
 
 // errorf()/warnf(): `{"type": "errorf", "msg": "...", "filename": "stdin",
-// "line": 1, "col": 9, "text": "stdin:1:9-28: ERROR: ...\n"}`, the text
-// what the run prints on stderr.
+// "line": 1, "col": 9}`.
 std::string json_message(std::string_view type, std::string_view msg, std::string_view filename, uint32_t line,
-                         uint32_t col, std::string_view text);
+                         uint32_t col);
 
 // A printf with named arguments (a bpfscope extension): `{"type": "event",
-// "data": {"pid": 123, "comm": "bash"}, "text": "<the line as text>"}`, each
-// value as json_value.
-std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values,
-                             std::string_view text);
+// "data": {"pid": 123, "comm": "bash"}}`, each value as json_value.
+std::string json_named_event(const std::vector<std::string>& names, const std::vector<Value>& values);
 
-// print() of a non-map value: `{"type": "value", "data": <json_value>,
-// "typed": <typed_json>}`.
+// print() of a non-map value: `{"type": "value", "data": <json_value>}`.
 std::string json_value_event(const Value& v);
 
-// At exit, before the maps are printed: `{"type": "exit", "data": {"gap":
-// true}}`, where text prints two empty lines (gap) before them.
+// Recordings: at exit, before the maps are printed, `{"type": "exit",
+// "data": {"gap": true}}`, where text prints two empty lines (gap) before them.
 std::string json_exit(bool gap);
 
-// The message with `"time": T` added (seconds since the epoch, to the
-// microsecond): a recording keeps when each print() printed a map (the
+// Recordings: the message with `"time": T` added (seconds since the epoch,
+// to the microsecond): a recording keeps when each print() printed a map (the
 // columns of a heat map) and when the probes were attached.
 std::string json_with_time(std::string message, double time);
 
-// A map message of a tool's stacks with `"graph": "KIND"` and, when given,
+// Recordings: a map message of a tool's stacks with `"graph": "KIND"` and, when given,
 // `"unit": "UNIT"` (the tool's "// flamegraph:" header); `drawn_only`:
 // `"drawn_only": true`, a map the text run does not print (render prints
 // it only as folded stacks, and draws it).
@@ -487,9 +503,8 @@ std::string json_lost(uint64_t events);
 std::string json_missed(const std::string& probe, uint64_t firings, const std::string& reason);
 
 // A helper call that failed (-k, or a full map): `{"type": "helper_error", "msg":
-// ..., "helper": "map_update_elem", "retcode": -7, "filename": ..., "line": L, "col": C, "text": T}`,
-// T the located warning the run prints on stderr (with the source line).
+// ..., "helper": "map_update_elem", "retcode": -7, "filename": ..., "line": L, "col": C}`.
 std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
-                              uint32_t line, uint32_t col, std::string_view text);
+                              uint32_t line, uint32_t col);
 
 }  // namespace bpfscope::output

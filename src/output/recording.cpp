@@ -1,4 +1,4 @@
-// A run's -f json output as a recording: what json.cpp adds to bpftrace's
+// A run's -f record output as a recording: what json.cpp adds to bpftrace's
 // messages so that nothing is lost (typed keys, the aggregation and its
 // parameters), and `bpfscope render`'s reading of it back into the value
 // model, rendered by the same renderers as a live run.

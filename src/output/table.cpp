@@ -145,7 +145,7 @@ std::string table_text(const Table& t, const std::vector<std::string>& names, co
   return out;
 }
 
-std::string json_table(const Table& t, const std::vector<std::string>& names, std::string_view text) {
+std::string json_table(const Table& t, const std::vector<std::string>& names) {
   std::vector<std::string> keys;
   for (const auto& n : names) {
     std::string k = n;
@@ -159,7 +159,7 @@ std::string json_table(const Table& t, const std::vector<std::string>& names, st
     v.resize(keys.size());
     data += json_value(Value::of_record(keys, v));
   }
-  return fmt::format("{{\"type\": \"table\", \"data\": {}], \"text\": {}}}\n", data, json_string(text));
+  return fmt::format("{{\"type\": \"table\", \"data\": {}]}}\n", data);
 }
 
 }  // namespace bpfscope::output

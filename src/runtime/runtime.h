@@ -30,6 +30,7 @@ struct Options {
   std::string output_file;   // -o: script output goes there
   bool quiet = false;        // -q
   bool json = false;         // -f json: NDJSON messages (REFERENCE.md 6.8)
+  bool recording = false;    // -f record: -f json and what `bpfscope render` needs (json is set too)
   // -f folded: maps keyed by stacks print as folded stacks on the output;
   // all other output goes to stderr as text, so the output is folded only.
   bool folded = false;
@@ -42,7 +43,7 @@ struct Options {
   // (output::stack_layout: offwake keys are two halves).
   output::FlameGraphOptions flamegraph{.unit = ""};
   // A tool's "// flamegraph:" header set flamegraph's kind and unit. With
-  // -f json its maps keyed by stacks then say them ("graph", "unit"), so
+  // -f record its maps keyed by stacks then say them ("graph", "unit"), so
   // that `bpfscope render` draws the recording as the live run would; its
   // @folded map (kept for -f folded and drawings, never printed as text) is
   // marked "drawn_only".

@@ -278,7 +278,8 @@ class Session {
     start_time_ = wall_seconds();
     if (!o_.quiet) {
       if (o_.json)
-        emit_out(output::json_with_time(output::json_attached(attach_count), start_time_));
+        emit_out(o_.recording ? output::json_with_time(output::json_attached(attach_count), start_time_)
+                              : output::json_attached(attach_count));
       else
         fmt::print(stderr, "Attached {} probe{}\n", attach_count, attach_count == 1 ? "" : "s");
     }
@@ -315,8 +316,8 @@ class Session {
     for (auto& [cpu, line] : lines_) end_line(line);
     report_lost(true);
     report_failed_updates();
-    if (o_.json) emit_out(output::json_exit(o_.gap_before_maps));
-    else if (o_.gap_before_maps) write_out("\n\n");
+    if (o_.recording) emit_out(output::json_exit(o_.gap_before_maps));
+    else if (o_.gap_before_maps && !o_.json) write_out("\n\n");
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
     if (graph_file_.is_open() && write_flamegraph() != 0 && exit_code_ == 0) exit_code_ = 1;
@@ -727,6 +728,11 @@ class Session {
     return 255;
   }
 
+  // -f record: bpftrace's JSON message with `fields` added (render's needs).
+  std::string recorded(std::string message, std::string_view fields) const {
+    return o_.recording ? output::with_fields(std::move(message), fields) : message;
+  }
+
   // Other output (join(), time(), print()...) continues a line being printed
   // in pieces when only one is open (execsnoop's printf then join); with
   // several open, from several CPUs, it cannot tell whose, and they end first.
@@ -752,8 +758,9 @@ class Session {
   }
 
   // A map printed; `time`: when print() printed it (0 for the exit-time
-  // maps), which its JSON message records. `drawn`: a map of stacks drawn
-  // at exit by --flamegraph, which text output does not print.
+  // maps), which a recording's message records. `drawn`: a map of stacks
+  // drawn at exit by --flamegraph, which only folded output and recordings
+  // print.
   void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div, double time = 0, bool drawn = false) {
     if (o_.folded && output::is_foldable(snap)) {
       const std::string text = output::folded_text(snap, output::stack_layout(o_.flamegraph.kind));
@@ -761,7 +768,8 @@ class Session {
       return;
     }
     if (!o_.json) return emit_out(output::map_text(snap, top, div, o_.hist_layout, o_.percentiles));
-    std::string msg = output::json_map(snap, top, div, o_.percentiles, o_.hist_layout, time > 0);
+    if (!o_.recording) return emit_out(output::json_map(snap, top, div, o_.percentiles));
+    std::string msg = output::record_map(snap, top, div, o_.percentiles, o_.hist_layout, time > 0);
     if (msg.empty()) return;
     if (time > 0) msg = output::json_with_time(std::move(msg), time);
     if (o_.tool_graph && output::is_foldable(snap))
@@ -820,7 +828,7 @@ class Session {
       write_out(output::json_event("printf", output::format_printf(a.printf_format, args)));
       return;
     }
-    // JSON events keep their text too: a recording is rendered again.
+    // A recording's events keep their text too: it is rendered again.
     line.text += output::format_printf(a.printf_format, args);
     if (o_.json) {
       for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
@@ -834,7 +842,8 @@ class Session {
   }
   void end_line(Line& line) {
     if (!line.open) return;
-    write_out(o_.json ? output::json_named_event(line.names, line.values, line.text) : line.text);
+    write_out(o_.json ? recorded(output::json_named_event(line.names, line.values), output::text_field(line.text))
+                      : line.text);
     line = Line{};
   }
 
@@ -904,7 +913,7 @@ class Session {
         if (a.table_hist) {
           const std::vector<const output::MapSnapshot*> notes(maps.begin() + 1, maps.end());
           if (o_.json) {
-            for (const auto* m : maps) emit_out(output::json_map(*m, 0, 0, o_.percentiles, o_.hist_layout));
+            for (const auto* m : maps) emit_map(*m, 0, 0);
           } else {
             emit_out(output::hist_notes_text(*maps[0], notes, o_.hist_layout, o_.percentiles));
           }
@@ -914,11 +923,12 @@ class Session {
         auto table = output::join_maps(maps, a.table_divisors, args[0].u, order_by);
         output::order_columns(table, a.printf_format);
         const std::string text = output::table_text(table, a.arg_names, a.printf_format);
-        emit_out(o_.json ? output::json_table(table, a.arg_names, text) : text);
+        emit_out(o_.json ? recorded(output::json_table(table, a.arg_names), output::text_field(text)) : text);
         break;
       }
       case sema::ActionKind::PrintValue: {
-        emit_out(o_.json ? output::json_value_event(args[0]) : output::to_text(args[0]) + "\n");
+        emit_out(o_.json ? recorded(output::json_value_event(args[0]), output::typed_field(args[0]))
+                         : output::to_text(args[0]) + "\n");
         break;
       }
       case sema::ActionKind::Clear:
@@ -961,7 +971,8 @@ class Session {
           fmt::print(stderr, "{}: {}{}\n", o_.tool_name, err ? "" : "WARNING: ", msg);
         } else if (o_.json) {
           lang::LineCol lc = src.line_col(a.loc.begin);
-          emit_out(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col, text));
+          emit_out(recorded(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col),
+                            output::text_field(text)));
         } else {
           fflush(out_);
           fmt::print(stderr, "{}", text);
@@ -1001,7 +1012,8 @@ class Session {
     const std::string text = d.render(src);
     if (o_.json) {
       lang::LineCol lc = src.line_col(site.loc.begin);
-      emit_out(output::json_helper_error(msg, helper_name(site.helper), ret, src.name(), lc.line, lc.col, text));
+      emit_out(recorded(output::json_helper_error(msg, helper_name(site.helper), ret, src.name(), lc.line, lc.col),
+                        output::text_field(text)));
       return 0;
     }
     fflush(out_);
@@ -1157,7 +1169,7 @@ class Session {
       if (graph_file_.is_open() && output::is_foldable(snap)) {
         // Drawn, not printed (unless folded text was asked for as well);
         // a recording keeps it.
-        if (o_.folded || o_.json) emit_map(snap, 0, 0, 0, true);
+        if (o_.folded || o_.recording) emit_map(snap, 0, 0, 0, true);
         graph_maps_.push_back(std::move(snap));
         continue;
       }

@@ -36,15 +36,6 @@ bool all_lines_parse(const std::string& text) {
   return pclose(p) == 0;
 }
 
-// json_map without what a recording adds (the "agg" field and after it):
-// bpftrace's message, which these tests hold to 0.26.
-template <typename... A>
-std::string map_json(A&&... a) {
-  std::string s = json_map(std::forward<A>(a)...);
-  const size_t at = s.find(", \"agg\": ");
-  if (at != std::string::npos) s.erase(at, s.size() - 2 - at);
-  return s;
-}
 
 std::string collected;  // every line the tests produce, checked at the end
 
@@ -130,88 +121,95 @@ TEST(JsonEvents, Examples) {
               "{\"type\": \"attached_probes\", \"count\": 1, \"data\": {\"probes\": 1}}\n");
   expect_line(json_lost(42),
               "{\"type\": \"lost_events\", \"count\": 42, \"data\": {\"events\": 42}}\n");
-  expect_line(json_named_event({"pid", "comm"}, {I(123), S("bash")}, "123 bash\n"),
-              "{\"type\": \"event\", \"data\": {\"pid\": 123, \"comm\": \"bash\"}, \"text\": \"123 bash\\n\"}\n");
-  expect_line(json_value_event(I(5)), "{\"type\": \"value\", \"data\": 5, \"typed\": 5}\n");
-  expect_line(json_value_event(S("s")), "{\"type\": \"value\", \"data\": \"s\", \"typed\": \"s\"}\n");
-  expect_line(json_value_event(T({I(1), S("b")})),
+  expect_line(json_named_event({"pid", "comm"}, {I(123), S("bash")}),
+              "{\"type\": \"event\", \"data\": {\"pid\": 123, \"comm\": \"bash\"}}\n");
+  expect_line(json_value_event(I(5)), "{\"type\": \"value\", \"data\": 5}\n");
+  expect_line(json_value_event(T({I(1), S("b")})), "{\"type\": \"value\", \"data\": [1,\"b\"]}\n");
+  expect_line(json_message("errorf", "e 1", "stdin", 1, 9),
+              "{\"type\": \"errorf\", \"msg\": \"e 1\", \"filename\": \"stdin\", \"line\": 1, \"col\": 9}\n");
+  // What a recording adds.
+  expect_line(with_fields(json_named_event({"pid"}, {I(1)}), text_field("1\n")),
+              "{\"type\": \"event\", \"data\": {\"pid\": 1}, \"text\": \"1\\n\"}\n");
+  expect_line(with_fields(json_value_event(S("s")), typed_field(S("s"))),
+              "{\"type\": \"value\", \"data\": \"s\", \"typed\": \"s\"}\n");
+  expect_line(with_fields(json_value_event(T({I(1), S("b")})), typed_field(T({I(1), S("b")}))),
               "{\"type\": \"value\", \"data\": [1,\"b\"], \"typed\": {\"tuple\":[1,\"b\"]}}\n");
   expect_line(json_exit(true), "{\"type\": \"exit\", \"data\": {\"gap\": true}}\n");
 }
 
 TEST(JsonMap, Plain) {
-  expect_line(map_json(scalar("@x", AggKind::Count, val(I(5)))),
+  expect_line(json_map(scalar("@x", AggKind::Count, val(I(5)))),
               R"({"type": "map", "data": {"@x": 5}})" "\n");
-  expect_line(map_json(scalar("@", AggKind::Plain, val(S("a\"b")))),
+  expect_line(json_map(scalar("@", AggKind::Plain, val(S("a\"b")))),
               R"({"type": "map", "data": {"@": "a\"b"}})" "\n");
   // Keyed: keys are strings, sorted by value (REFERENCE 4.3).
-  expect_line(map_json(keyed("@k", AggKind::Count, {{I(100), val(I(7))}, {I(-5), val(I(3))}})),
+  expect_line(json_map(keyed("@k", AggKind::Count, {{I(100), val(I(7))}, {I(-5), val(I(3))}})),
               R"({"type": "map", "data": {"@k": {"-5": 3, "100": 7}}})" "\n");
   // Multi-keys join with "," and 0.26 drops every space of the key text.
-  expect_line(map_json(keyed("@t", AggKind::Sum,
+  expect_line(json_map(keyed("@t", AggKind::Sum,
                              {{T({S("a"), I(2)}), val(I(1))},
                               {T({S("b c"), T({I(1), I(2)})}), val(I(9))}})),
               R"x({"type": "map", "data": {"@t": {"a,2": 1, "bc,(1,2)": 9}}})x" "\n");
-  expect_line(map_json(keyed("@s", AggKind::Plain, {{S("x\ny"), val(S("v"))}})),
+  expect_line(json_map(keyed("@s", AggKind::Plain, {{S("x\ny"), val(S("v"))}})),
               R"({"type": "map", "data": {"@s": {"x\ny": "v"}}})" "\n");
   // Plain values that are not integers sort by key; tuples are arrays.
-  expect_line(map_json(keyed("@v", AggKind::Plain,
+  expect_line(json_map(keyed("@v", AggKind::Plain,
                              {{I(2), val(T({I(1), S("b")}))}, {I(1), val(B(true))}})),
               R"({"type": "map", "data": {"@v": {"1": true, "2": [1,"b"]}}})" "\n");
   // Pointers are numbers in JSON, as values and in keys.
-  expect_line(map_json(keyed("@p", AggKind::Plain, {{T({Value::of_pointer(50), I(3)}), val(Value::of_pointer(255))}})),
+  expect_line(json_map(keyed("@p", AggKind::Plain, {{T({Value::of_pointer(50), I(3)}), val(Value::of_pointer(255))}})),
               R"({"type": "map", "data": {"@p": {"50,3": 255}}})" "\n");
 }
 
 TEST(JsonMap, TopDivAndEmpty) {
   const auto m = keyed("@c", AggKind::Count,
                        {{S("a"), val(I(30))}, {S("b"), val(I(10))}, {S("c"), val(I(20))}});
-  expect_line(map_json(m), R"({"type": "map", "data": {"@c": {"b": 10, "c": 20, "a": 30}}})" "\n");
-  expect_line(map_json(m, 2), R"({"type": "map", "data": {"@c": {"c": 20, "a": 30}}})" "\n");
-  expect_line(map_json(m, 0, 10), R"({"type": "map", "data": {"@c": {"b": 1, "c": 2, "a": 3}}})" "\n");
-  expect_line(map_json(m, 1, 3), R"({"type": "map", "data": {"@c": {"a": 10}}})" "\n");
-  EXPECT_EQ(map_json(keyed("@e", AggKind::Count, {})), "");
-  EXPECT_EQ(map_json(keyed("@h", AggKind::Hist, {})), "");
+  expect_line(json_map(m), R"({"type": "map", "data": {"@c": {"b": 10, "c": 20, "a": 30}}})" "\n");
+  expect_line(json_map(m, 2), R"({"type": "map", "data": {"@c": {"c": 20, "a": 30}}})" "\n");
+  expect_line(json_map(m, 0, 10), R"({"type": "map", "data": {"@c": {"b": 1, "c": 2, "a": 3}}})" "\n");
+  expect_line(json_map(m, 1, 3), R"({"type": "map", "data": {"@c": {"a": 10}}})" "\n");
+  EXPECT_EQ(json_map(keyed("@e", AggKind::Count, {})), "");
+  EXPECT_EQ(json_map(keyed("@h", AggKind::Hist, {})), "");
   // min/max sort as uint64 in 0.26: negatives last.
-  expect_line(map_json(keyed("@m", AggKind::Min, {{I(1), val(I(-1))}, {I(2), val(I(3))}})),
+  expect_line(json_map(keyed("@m", AggKind::Min, {{I(1), val(I(-1))}, {I(2), val(I(3))}})),
               R"({"type": "map", "data": {"@m": {"2": 3, "1": -1}}})" "\n");
 }
 
 TEST(JsonMap, Stats) {
-  expect_line(map_json(scalar("@s", AggKind::Stats, avg(3, 17))),
+  expect_line(json_map(scalar("@s", AggKind::Stats, avg(3, 17))),
               R"({"type": "stats", "data": {"@s": {"count": 3, "average": 5, "total": 17}}})" "\n");
-  expect_line(map_json(scalar("@s", AggKind::Stats, avg(3, -10))),
+  expect_line(json_map(scalar("@s", AggKind::Stats, avg(3, -10))),
               R"({"type": "stats", "data": {"@s": {"count": 3, "average": -3, "total": -10}}})" "\n");
-  expect_line(map_json(scalar("@a", AggKind::Avg, avg(2, 7))),
+  expect_line(json_map(scalar("@a", AggKind::Avg, avg(2, 7))),
               R"({"type": "stats", "data": {"@a": 3}})" "\n");
-  expect_line(map_json(scalar("@a", AggKind::Avg, avg(2, -40))),
+  expect_line(json_map(scalar("@a", AggKind::Avg, avg(2, -40))),
               R"({"type": "stats", "data": {"@a": -20}})" "\n");
   // div applies to the average only (0.26).
-  expect_line(map_json(scalar("@s", AggKind::Stats, avg(3, 90)), 0, 10),
+  expect_line(json_map(scalar("@s", AggKind::Stats, avg(3, 90)), 0, 10),
               R"({"type": "stats", "data": {"@s": {"count": 3, "average": 3, "total": 90}}})" "\n");
-  expect_line(map_json(keyed("@a", AggKind::Avg, {{S("y"), avg(1, 9)}, {S("x"), avg(1, 2)}})),
+  expect_line(json_map(keyed("@a", AggKind::Avg, {{S("y"), avg(1, 9)}, {S("x"), avg(1, 2)}})),
               R"({"type": "stats", "data": {"@a": {"x": 2, "y": 9}}})" "\n");
   expect_line(
-      map_json(keyed("@s", AggKind::Stats, {{I(1), avg(2, 10)}})),
+      json_map(keyed("@s", AggKind::Stats, {{I(1), avg(2, 10)}})),
       R"({"type": "stats", "data": {"@s": {"1": {"count": 2, "average": 5, "total": 10}}}})" "\n");
 }
 
 TEST(JsonMap, Hist) {
   // hist(-1), hist(0), hist(2): buckets from the first to the last non-empty,
   // zero buckets between them included (0.26 build_histogram), "," between.
-  expect_line(map_json(with_hist(scalar("@h", AggKind::Hist, buckets({1, 1, 0, 1, 0, 0})), 0)),
+  expect_line(json_map(with_hist(scalar("@h", AggKind::Hist, buckets({1, 1, 0, 1, 0, 0})), 0)),
               R"({"type": "hist", "data": {"@h": [{"max": -1, "count": 1},)"
               R"({"min": 0, "max": 0, "count": 1},{"min": 1, "max": 1, "count": 0},)"
               R"({"min": 2, "max": 3, "count": 1}]}})" "\n");
   // REFERENCE 6.3: hist(-1), hist(2), hist(3), hist(5).
-  expect_line(map_json(with_hist(scalar("@h", AggKind::Hist, buckets({1, 0, 0, 2, 1})), 0)),
+  expect_line(json_map(with_hist(scalar("@h", AggKind::Hist, buckets({1, 0, 0, 2, 1})), 0)),
               R"({"type": "hist", "data": {"@h": [{"max": -1, "count": 1},)"
               R"({"min": 0, "max": 0, "count": 0},{"min": 1, "max": 1, "count": 0},)"
               R"({"min": 2, "max": 3, "count": 2},{"min": 4, "max": 7, "count": 1}]}})" "\n");
   // Large buckets: [1K, 2K) is index 12.
   std::vector<uint64_t> b(hist_bucket_count(0), 0);
   b[hist_index(1500, 0)] = 4;
-  expect_line(map_json(with_hist(scalar("@h", AggKind::Hist, buckets(b)), 0)),
+  expect_line(json_map(with_hist(scalar("@h", AggKind::Hist, buckets(b)), 0)),
               R"({"type": "hist", "data": {"@h": [{"min": 1024, "max": 2047, "count": 4}]}})" "\n");
   // hist(n, 2): indexes 1..8 are single values, then 4 buckets per power of 2.
   std::vector<uint64_t> b2(hist_bucket_count(2), 0);
@@ -219,7 +217,7 @@ TEST(JsonMap, Hist) {
   b2[hist_index(9, 2)] = 2;
   b2[hist_index(4100, 2)] = 3;
   ASSERT_EQ(hist_index(7, 2), 8u);
-  const std::string got = map_json(with_hist(scalar("@h", AggKind::Hist, buckets(b2)), 2));
+  const std::string got = json_map(with_hist(scalar("@h", AggKind::Hist, buckets(b2)), 2));
   EXPECT_EQ(got.rfind(R"({"type": "hist", "data": {"@h": [{"min": 7, "max": 7, "count": 1},)"
                       R"({"min": 8, "max": 9, "count": 2},{"min": 10, "max": 11, "count": 0},)", 0),
             0u)
@@ -227,15 +225,15 @@ TEST(JsonMap, Hist) {
   EXPECT_NE(got.find(R"({"min": 4096, "max": 5119, "count": 3}]}})" "\n"), std::string::npos) << got;
   collected += got;
   // A zeroed hist is [].
-  expect_line(map_json(with_hist(scalar("@h", AggKind::Hist, buckets({0, 0, 0})), 0)),
+  expect_line(json_map(with_hist(scalar("@h", AggKind::Hist, buckets({0, 0, 0})), 0)),
               R"({"type": "hist", "data": {"@h": []}})" "\n");
   // div divides counts; the range is chosen on undivided counts.
-  expect_line(map_json(with_hist(scalar("@h", AggKind::Hist, buckets({0, 10, 3})), 0), 0, 5),
+  expect_line(json_map(with_hist(scalar("@h", AggKind::Hist, buckets({0, 10, 3})), 0), 0, 5),
               R"({"type": "hist", "data": {"@h": [{"min": 0, "max": 0, "count": 2},)"
               R"({"min": 1, "max": 1, "count": 0}]}})" "\n");
   // Keyed: sorted by total count.
   expect_line(
-      map_json(with_hist(keyed("@h", AggKind::Hist,
+      json_map(with_hist(keyed("@h", AggKind::Hist,
                                {{S("b"), buckets({0, 0, 5})}, {S("a"), buckets({0, 1})},
                                 {S("z"), buckets({0, 0})}}),
                          0)),
@@ -245,24 +243,24 @@ TEST(JsonMap, Hist) {
 
 TEST(JsonMap, LHist) {
   // REFERENCE 6.3: lhist(7|12|13, 0, 10, 5); the overflow bucket has only min.
-  expect_line(map_json(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 0, 1, 2})), 0, 10, 5)),
+  expect_line(json_map(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 0, 1, 2})), 0, 10, 5)),
               R"({"type": "hist", "data": {"@l": [{"min": 5, "max": 9, "count": 1},)"
               R"({"min": 10, "count": 2}]}})" "\n");
   // Underflow bucket has only max (MIN-1).
-  expect_line(map_json(with_lhist(scalar("@l", AggKind::LHist, buckets({3, 1, 0, 0})), 100, 200, 50)),
+  expect_line(json_map(with_lhist(scalar("@l", AggKind::LHist, buckets({3, 1, 0, 0})), 100, 200, 50)),
               R"({"type": "hist", "data": {"@l": [{"max": 99, "count": 3},)"
               R"({"min": 100, "max": 149, "count": 1}]}})" "\n");
   // Only the overflow bucket.
-  expect_line(map_json(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 0, 0, 4})), 0, 10, 5)),
+  expect_line(json_map(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 0, 0, 4})), 0, 10, 5)),
               R"({"type": "hist", "data": {"@l": [{"min": 10, "count": 4}]}})" "\n");
   // div has no effect on lhist; step 1024 labels stay numbers.
   expect_line(
-      map_json(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 6})), 0, 4096, 1024), 0, 3),
+      json_map(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 6})), 0, 4096, 1024), 0, 3),
       R"({"type": "hist", "data": {"@l": [{"min": 0, "max": 1023, "count": 6}]}})" "\n");
-  expect_line(map_json(with_lhist(keyed("@l", AggKind::LHist, {{T({I(1), S("a")}), buckets({0, 1})}}),
+  expect_line(json_map(with_lhist(keyed("@l", AggKind::LHist, {{T({I(1), S("a")}), buckets({0, 1})}}),
                                   0, 10, 5)),
               R"({"type": "hist", "data": {"@l": {"1,a": [{"min": 0, "max": 4, "count": 1}]}}})" "\n");
-  expect_line(map_json(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 0, 0, 0})), 0, 10, 5)),
+  expect_line(json_map(with_lhist(scalar("@l", AggKind::LHist, buckets({0, 0, 0, 0})), 0, 10, 5)),
               R"({"type": "hist", "data": {"@l": []}})" "\n");
 }
 

@@ -1,4 +1,4 @@
-// A -f json recording rendered again (render_message) prints what the live
+// A -f record recording rendered again (render_message) prints what the live
 // run printed: every kind of map and value through json_map/typed_json and
 // back.
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@ std::string render_error(const std::string& line) {
 }
 
 void expect_round_trip(const MapSnapshot& m, HistLayout layout = HistLayout::Bpftrace, bool percentiles = false) {
-  const std::string line = json_map(m, 0, 0, percentiles, layout);
+  const std::string line = record_map(m, 0, 0, percentiles, layout);
   EXPECT_EQ(render(line), map_text(m, 0, 0, layout, percentiles)) << line;
 }
 
@@ -71,14 +71,15 @@ TEST(Recording, HistogramsKeepTheirBuckets) {
   l.hist.step = 50;
   expect_round_trip(l);
   // --percentiles on render adds what the live run would have printed.
-  EXPECT_EQ(render(json_map(h)), map_text(h));
-  EXPECT_EQ(render(json_map(h), {.percentiles = true}), map_text(h, 0, 0, HistLayout::Bpftrace, true));
+  EXPECT_EQ(render(record_map(h)), map_text(h));
+  EXPECT_EQ(render(record_map(h), {.percentiles = true}), map_text(h, 0, 0, HistLayout::Bpftrace, true));
 }
 
 TEST(Recording, EventsValuesAndMarkers) {
   EXPECT_EQ(render(json_event("printf", "a 5\n")), "a 5\n");
-  EXPECT_EQ(render(json_named_event({"pid"}, {I(1)}, "PID 1\n")), "PID 1\n");
-  EXPECT_EQ(render(json_value_event(Value::of_pointer(0x32))), to_text(Value::of_pointer(0x32)) + "\n");
+  EXPECT_EQ(render(with_fields(json_named_event({"pid"}, {I(1)}), text_field("PID 1\n"))), "PID 1\n");
+  const Value ptr = Value::of_pointer(0x32);
+  EXPECT_EQ(render(with_fields(json_value_event(ptr), typed_field(ptr))), to_text(ptr) + "\n");
   EXPECT_EQ(render(json_exit(true)), "\n\n");
   EXPECT_EQ(render(json_exit(false)), "");
   EXPECT_EQ(render(""), "");
@@ -91,9 +92,9 @@ TEST(Recording, EventsValuesAndMarkers) {
 
 TEST(Recording, FoldedFromARecording) {
   MapSnapshot k = keyed("@k", AggKind::Count, {{stack(Value::StackOf::Kernel, {"leaf", "root"}), val(I(4))}});
-  EXPECT_EQ(render(json_map(k), {.folded = true}), folded_text(k));
+  EXPECT_EQ(render(record_map(k), {.folded = true}), folded_text(k));
   std::string error;
-  auto r = render_message(json_map(keyed("@c", AggKind::Count, {{I(1), val(I(2))}})), {.folded = true}, error);
+  auto r = render_message(record_map(keyed("@c", AggKind::Count, {{I(1), val(I(2))}})), {.folded = true}, error);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->out, "");
   EXPECT_EQ(r->err, "@c[1]: 2\n");
@@ -107,7 +108,7 @@ TEST(Recording, ToolGraphsAndDrawnOnlyMaps) {
                         {{T({S("reader"), stack(Kernel, {"schedule", "read"}), stack(Kernel, {"wake", "write"}),
                              S("writer")}),
                           val(I(70))}});
-  const std::string line = json_with_graph(json_map(w), GraphKind::OffWake, "us", true);
+  const std::string line = json_with_graph(record_map(w), GraphKind::OffWake, "us", true);
   EXPECT_NE(line.find(R"(, "graph": "offwake", "unit": "us", "drawn_only": true})"), std::string::npos) << line;
   std::string error;
   auto r = render_message(line, {}, error);
@@ -119,7 +120,7 @@ TEST(Recording, ToolGraphsAndDrawnOnlyMaps) {
   EXPECT_EQ(render(line, {.folded = true}), "reader;read;schedule;--;wake;write;writer 70\n");
   EXPECT_EQ(render(line, {.folded = true}), folded_text(w, StackLayout::OffWake));
   // Printed by the text run as well: a graph, not drawn only.
-  const std::string both = json_with_graph(json_map(w), GraphKind::Cpu, "", false);
+  const std::string both = json_with_graph(record_map(w), GraphKind::Cpu, "", false);
   EXPECT_EQ(both.find("unit"), std::string::npos);
   EXPECT_EQ(render(both), map_text(w));
   EXPECT_EQ(render_error(R"({"type": "map", "data": {"@x": 5}, "graph": "warm"})"), "unknown graph \"warm\"");

@@ -51,9 +51,9 @@ TEST(Table, ColumnsWidenToTheirWidestCell) {
 TEST(Table, Json) {
   auto rx = keyed("@rx", AggKind::Sum, {{T({I(7), S("nc")}), val(I(5))}});
   Table t = join_maps({&rx}, {}, 0);
-  EXPECT_EQ(json_table(t, {"PID", "COMM", "RX_KB"}, "PID\n"),
-            "{\"type\": \"table\", \"data\": [{\"pid\": 7, \"comm\": \"nc\", \"rx_kb\": 5}], \"text\": \"PID\\n\"}\n");
-  EXPECT_EQ(json_table(Table{}, {"PID"}, ""), "{\"type\": \"table\", \"data\": [], \"text\": \"\"}\n");
+  EXPECT_EQ(json_table(t, {"PID", "COMM", "RX_KB"}),
+            "{\"type\": \"table\", \"data\": [{\"pid\": 7, \"comm\": \"nc\", \"rx_kb\": 5}]}\n");
+  EXPECT_EQ(json_table(Table{}, {"PID"}), "{\"type\": \"table\", \"data\": []}\n");
 }
 
 }  // namespace

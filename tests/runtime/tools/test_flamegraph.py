@@ -307,8 +307,8 @@ class FlameGraphRunTest(unittest.TestCase):
         return r
 
     def record(self, name, args, work):
-        """A tool's -f json run saved as a recording."""
-        run = run_tool(["-f", "json"] + args, work.run)
+        """A tool's -f record run saved as a recording."""
+        run = run_tool(["-f", "record"] + args, work.run)
         self.assertEqual(run.rc, 0, run)
         path = os.path.join(self.dir.name, name)
         with open(path, "w") as f:
@@ -348,7 +348,7 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertIn(">CPU Flame Graph</text>", svg)
         self.assertRegex(svg, r"<title>cpu_pipe_wait \([0-9,]+ ticks, ")
 
-        # profile: the same with -f json and --flamegraph together, where
+        # profile: the same with -f record and --flamegraph together, where
         # the live text run prints only its header.
         live = os.path.join(self.dir.name, "live.svg")
         with Work("spin", 600) as w:
@@ -362,7 +362,7 @@ class FlameGraphRunTest(unittest.TestCase):
         self.assertRegex(self.read_svg(), r"<title>cpu_spin \([0-9,]+ samples, ")
 
     def test_script_recording_drawn_as_live(self):
-        """A script's -f json --flamegraph recording is drawn again exactly as
+        """A script's -f record --flamegraph recording is drawn again exactly as
         the live graph: a frame naming each map, and no unit when a map is
         not a count() (here a sum of samples weighted 2)."""
         live = os.path.join(self.dir.name, "live.svg")

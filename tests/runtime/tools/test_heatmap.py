@@ -108,7 +108,7 @@ class HeatmapSvgTest(unittest.TestCase):
         svg = os.path.join(self.dir.name, "bio.svg")
         rec = os.path.join(self.dir.name, "bio.ndjson")
         with LoopDev() as dev:
-            run = run_counted(["--heatmap", svg, "-f", "json", "biolatency", "-d", dev.name, "1", str(INTERVALS)],
+            run = run_counted(["--heatmap", svg, "-f", "record", "biolatency", "-d", dev.name, "1", str(INTERVALS)],
                               lambda: self.io(dev))
         self.assertEqual(run.rc, 0, run)
         with open(rec, "w") as f:
