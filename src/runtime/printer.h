@@ -77,7 +77,8 @@ class Printer {
 };
 
 // The printer of the format the options ask for, writing on `out` (the -o
-// file or stdout), which the caller owns and flushes.
+// file or stdout). The caller owns and flushes `out`; the printer refers to
+// both for its lifetime.
 std::unique_ptr<Printer> make_printer(const Options& options, FILE* out);
 
 }  // namespace bpfscope::runtime
