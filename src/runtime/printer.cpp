@@ -43,7 +43,8 @@ class PieceWriter : public Printer {
   // `stream`: where messages go (out, or stderr when out holds folded
   // stacks only). `joins`: other output continues a line being printed in
   // pieces (text), rather than being a message of its own (JSON).
-  PieceWriter(const Options& o, FILE* out, FILE* stream, bool joins) : o_(o), out_(out), stream_(stream), joins_(joins) {}
+  PieceWriter(const Options& o, FILE* out, FILE* stream, bool joins)
+      : o_(o), out_(out), stream_(stream), joins_(joins) {}
 
   // A line printed in pieces: its text and, for JSON, the named arguments
   // of its pieces, the fields of one event.
@@ -53,7 +54,7 @@ class PieceWriter : public Printer {
     std::vector<std::string> names;
     std::vector<output::Value> values;
   };
-  Line& line(uint32_t cpu) { return lines_[cpu]; }
+  Line& cpu_line(uint32_t cpu) { return lines_[cpu]; }
   void end_line(Line& line) {
     if (!line.open) return;
     write_line(line);
@@ -91,8 +92,8 @@ class PieceWriter : public Printer {
   std::map<uint32_t, Line> lines_;  // by CPU: the line being printed in pieces
 };
 
-// bpftrace's text. Messages about the run (attached, lost events, errorf)
-// go to stderr, after the output so far.
+// bpftrace's text. Messages about the run (attached, lost events) go to
+// stderr, errorf() and failed helpers after the output so far.
 class TextPrinter : public PieceWriter {
  public:
   TextPrinter(const Options& o, FILE* out) : TextPrinter(o, out, out) {}
@@ -101,7 +102,7 @@ class TextPrinter : public PieceWriter {
     fmt::print(stderr, "Attached {} probe{}\n", probes, probes == 1 ? "" : "s");
   }
   void printf_event(uint32_t cpu, const sema::Action& a, std::vector<output::Value>& args) override {
-    Line& l = line(cpu);
+    Line& l = cpu_line(cpu);
     l.text += output::format_printf(a.printf_format, args);
     l.open = true;
     if (a.format.ends_with('\n')) end_line(l);
@@ -168,7 +169,7 @@ class JsonPrinter : public PieceWriter {
   // A printf is a message of its own, unless it has named arguments or
   // continues a line: then its pieces make one event.
   void printf_event(uint32_t cpu, const sema::Action& a, std::vector<output::Value>& args) override {
-    Line& l = line(cpu);
+    Line& l = cpu_line(cpu);
     bool named = std::any_of(a.arg_names.begin(), a.arg_names.end(), [](const std::string& n) { return !n.empty(); });
     if (!named && !l.open) {
       write(output::json_event("printf", output::format_printf(a.printf_format, args)));
