@@ -27,6 +27,7 @@
 #include "bpf/libbpf_bpf.h"
 #include "lang/diagnostics.h"
 #include "runtime/maps.h"
+#include "runtime/printer.h"
 #include "runtime/runtime.h"
 #include "runtime/symbolizer.h"
 #include "runtime/verifier_log.h"
@@ -256,6 +257,7 @@ class Session {
       }
     }
     setvbuf(out_, nullptr, _IOFBF, 1 << 16);
+    printer_ = make_printer(o_, out_);
     if (!o_.flamegraph_file.empty() && !graph_file_.open(o_.flamegraph_file, "--flamegraph")) return 1;
     heat_terminal_ = o_.heatmap_file == "-";
     if (!o_.heatmap_file.empty() && !heat_terminal_ && !heat_file_.open(o_.heatmap_file, "--heatmap")) return 1;
@@ -276,13 +278,7 @@ class Session {
     uint32_t attach_count = 0;
     for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
     start_time_ = wall_seconds();
-    if (!o_.quiet) {
-      if (o_.json)
-        emit_out(o_.recording ? output::json_with_time(output::json_attached(attach_count), start_time_)
-                              : output::json_attached(attach_count));
-      else
-        fmt::print(stderr, "Attached {} probe{}\n", attach_count, attach_count == 1 ? "" : "s");
-    }
+    if (!o_.quiet) printer_->attached(attach_count, start_time_);
 
     run_kind(sema::ProbeKind::Begin);
     drain();
@@ -312,12 +308,10 @@ class Session {
     ignore_records_ = false;
     run_kind(sema::ProbeKind::End);
     drain();
-    // Lines left unfinished (a last piece never printed) print as they are.
-    for (auto& [cpu, line] : lines_) end_line(line);
+    printer_->end_lines();
     report_lost(true);
     report_failed_updates();
-    if (o_.recording) emit_out(output::json_exit(o_.gap_before_maps));
-    else if (o_.gap_before_maps && !o_.json) write_out("\n\n");
+    printer_->exit_maps_follow();
     if (p_.config.print_maps_on_exit) print_maps();
     fflush(out_);
     if (graph_file_.is_open() && write_flamegraph() != 0 && exit_code_ == 0) exit_code_ = 1;
@@ -728,69 +722,18 @@ class Session {
     return 255;
   }
 
-  // -f record: bpftrace's JSON message with `fields` added (render's needs).
-  std::string recorded(std::string message, std::string_view fields) const {
-    return o_.recording ? output::with_fields(std::move(message), fields) : message;
-  }
-
-  // Other output (join(), time(), print()...) continues a line being printed
-  // in pieces when only one is open (execsnoop's printf then join); with
-  // several open, from several CPUs, it cannot tell whose, and they end first.
-  void emit_out(std::string_view s) {
-    Line* open = nullptr;
-    size_t n = 0;
-    for (auto& [cpu, line] : lines_)
-      if (line.open) open = &line, ++n;
-    if (n == 1 && !o_.json) {
-      open->text += s;
-      if (s.ends_with('\n')) end_line(*open);
-      return;
-    }
-    if (n > 1)
-      for (auto& [cpu, line] : lines_) end_line(line);
-    write_out(s);
-  }
-  // With -f folded only folded stacks go to the output; the rest is text on
-  // stderr.
-  void write_out(std::string_view s) {
-    fwrite(s.data(), 1, s.size(), o_.folded ? stderr : out_);
-    written_ += s.size();
-  }
-
-  // A map printed; `time`: when print() printed it (0 for the exit-time
-  // maps), which a recording's message records. `drawn`: a map of stacks
-  // drawn at exit by --flamegraph, which only folded output and recordings
-  // print.
-  void emit_map(const output::MapSnapshot& snap, uint64_t top, uint64_t div, double time = 0, bool drawn = false) {
-    if (o_.folded && output::is_foldable(snap)) {
-      const std::string text = output::folded_text(snap, output::stack_layout(o_.flamegraph.kind));
-      fwrite(text.data(), 1, text.size(), out_);
-      return;
-    }
-    if (!o_.json) return emit_out(output::map_text(snap, top, div, o_.hist_layout, o_.percentiles));
-    if (!o_.recording) return emit_out(output::json_map(snap, top, div, o_.percentiles));
-    std::string msg = output::record_map(snap, top, div, o_.percentiles, o_.hist_layout, time > 0);
-    if (msg.empty()) return;
-    if (time > 0) msg = output::json_with_time(std::move(msg), time);
-    if (o_.tool_graph && output::is_foldable(snap))
-      msg = output::json_with_graph(std::move(msg), o_.flamegraph.kind, o_.flamegraph.unit,
-                                    drawn || snap.name == "@folded");
-    else if (drawn)
-      msg = output::json_with_graph(std::move(msg), output::GraphKind::Cpu, "", true);
-    emit_out(msg);
-  }
-
   // --heatmap -: the heat map drawn again with its new column; on a
   // terminal, over the previous drawing when nothing was printed since.
   void draw_heat_terminal() {
-    for (auto& [cpu, line] : lines_) end_line(line);
+    printer_->end_lines();
     const bool tty = isatty(fileno(out_));
     std::string frame = output::heatmap_terminal(heat_.series(), heat_options(), terminal_width(out_));
-    if (tty && heat_lines_ > 0 && written_ == heat_mark_) frame = fmt::format("\x1b[{}A\x1b[J", heat_lines_) + frame;
-    write_out(frame);
+    if (tty && heat_lines_ > 0 && printer_->written() == heat_mark_)
+      frame = fmt::format("\x1b[{}A\x1b[J", heat_lines_) + frame;
+    printer_->write(frame);
     fflush(out_);
     heat_lines_ = static_cast<size_t>(std::count(frame.begin(), frame.end(), '\n'));
-    heat_mark_ = written_;
+    heat_mark_ = printer_->written();
   }
 
   output::HeatMapOptions heat_options() const {
@@ -805,46 +748,6 @@ class Session {
       fmt::print(stderr, "WARNING: --heatmap: no hist() or lhist() map was printed during the run (print(@h) in an "
                  "interval probe, or a tool's interval); {} shows no heat map\n", heat_file_.path());
     return heat_file_.write(output::heatmap_svg(heat_.series(), heat_options()));
-  }
-
-  // A line printed in pieces (printf formats that do not end in a newline,
-  // for optional columns) is put together per CPU (a probe runs on one CPU
-  // from start to end) and printed when its last piece arrives, so that
-  // two CPUs' pieces never mix. With -f json the named arguments of its
-  // pieces are the fields of one event.
-  struct Line {
-    bool open = false;
-    std::string text;
-    std::vector<std::string> names;
-    std::vector<output::Value> values;
-  };
-  void printf_piece(const sema::Action& a, std::vector<output::Value>& args) {
-    uint32_t cpu = a.with_cpu ? static_cast<uint32_t>(args.back().as_i64()) : 0;
-    if (a.with_cpu) args.pop_back();
-    Line& line = lines_[cpu];
-    bool named = std::any_of(a.arg_names.begin(), a.arg_names.end(), [](const std::string& n) { return !n.empty(); });
-    bool ends = a.format.ends_with('\n');
-    if (o_.json && !named && !line.open) {
-      write_out(output::json_event("printf", output::format_printf(a.printf_format, args)));
-      return;
-    }
-    // A recording's events keep their text too: it is rendered again.
-    line.text += output::format_printf(a.printf_format, args);
-    if (o_.json) {
-      for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
-        if (a.arg_names[i].empty()) continue;
-        line.names.push_back(a.arg_names[i]);
-        line.values.push_back(std::move(args[i]));
-      }
-    }
-    line.open = true;
-    if (ends) end_line(line);
-  }
-  void end_line(Line& line) {
-    if (!line.open) return;
-    write_out(o_.json ? recorded(output::json_named_event(line.names, line.values), output::text_field(line.text))
-                      : line.text);
-    line = Line{};
   }
 
   static int on_record(void* ctx, void* data, size_t size) {
@@ -873,7 +776,9 @@ class Session {
       if (a.divisors[i] != 0) args[i] = output::Value::of_float(args[i].as_double() / a.divisors[i]);
     switch (a.kind) {
       case sema::ActionKind::Printf: {
-        printf_piece(a, args);
+        const uint32_t cpu = a.with_cpu ? static_cast<uint32_t>(args.back().as_i64()) : 0;
+        if (a.with_cpu) args.pop_back();
+        printer_->printf_event(cpu, a, args);
         break;
       }
       case sema::ActionKind::Exit:
@@ -895,7 +800,7 @@ class Session {
             break;
           }
         }
-        emit_map(snap, args[0].u, args[1].u, now);
+        printer_->map(snap, args[0].u, args[1].u, now);
         break;
       }
       case sema::ActionKind::Table: {
@@ -911,24 +816,17 @@ class Session {
         std::vector<const output::MapSnapshot*> maps;
         for (int32_t i : a.table_maps) maps.push_back(snapshot(i));
         if (a.table_hist) {
-          const std::vector<const output::MapSnapshot*> notes(maps.begin() + 1, maps.end());
-          if (o_.json) {
-            for (const auto* m : maps) emit_map(*m, 0, 0);
-          } else {
-            emit_out(output::hist_notes_text(*maps[0], notes, o_.hist_layout, o_.percentiles));
-          }
+          printer_->hist_notes(maps);
           break;
         }
         const output::MapSnapshot* order_by = a.table_sort_map >= 0 ? snapshot(a.table_sort_map) : nullptr;
         auto table = output::join_maps(maps, a.table_divisors, args[0].u, order_by);
         output::order_columns(table, a.printf_format);
-        const std::string text = output::table_text(table, a.arg_names, a.printf_format);
-        emit_out(o_.json ? recorded(output::json_table(table, a.arg_names), output::text_field(text)) : text);
+        printer_->table(table, a.arg_names, a.printf_format);
         break;
       }
       case sema::ActionKind::PrintValue: {
-        emit_out(o_.json ? recorded(output::json_value_event(args[0]), output::typed_field(args[0]))
-                         : output::to_text(args[0]) + "\n");
+        printer_->value(args[0]);
         break;
       }
       case sema::ActionKind::Clear:
@@ -938,8 +836,7 @@ class Session {
         if (a.map >= 0) zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
         break;
       case sema::ActionKind::Time: {
-        std::string s = output::format_time(a.format, realtime_ns());
-        emit_out(o_.json ? output::json_event("time", s) : s);
+        printer_->event(EventKind::Time, output::format_time(a.format, realtime_ns()));
         break;
       }
       case sema::ActionKind::Join: {
@@ -948,42 +845,26 @@ class Session {
         uint64_t n = std::min<uint64_t>(args[0].u, args.size() - 1);
         for (uint64_t i = 0; i < n; ++i) s += (i ? a.format : "") + args[i + 1].s;
         s += "\n";
-        emit_out(o_.json ? output::json_event("join", s) : s);
+        printer_->event(EventKind::Join, s);
         break;
       }
       case sema::ActionKind::Cat: {
         auto text = read_head(output::format_printf(a.printf_format, args), o_.max_cat_bytes);
-        if (text) emit_out(o_.json ? output::json_event("cat", *text) : *text);
+        if (text) printer_->event(EventKind::Cat, *text);
         break;
       }
       case sema::ActionKind::Errorf:
       case sema::ActionKind::Warnf: {
-        // The probe's location and the message, on stderr (0.24): no source line.
-        bool err = a.kind == sema::ActionKind::Errorf;
+        const bool err = a.kind == sema::ActionKind::Errorf;
         if (!err && o_.no_warnings) break;
-        std::string msg = output::format_printf(a.printf_format, args);
-        const auto& src = p_.ast->source;
-        const std::string text = fmt::format("{}: {}: {}\n", lang::location(src, a.loc), err ? "ERROR" : "WARNING", msg);
-        if (!o_.json && !o_.tool_name.empty()) {
-          // A packaged tool's message is about its command line (profile:
-          // -C 99: invalid cpu...), not a line of its file.
-          fflush(out_);
-          fmt::print(stderr, "{}: {}{}\n", o_.tool_name, err ? "" : "WARNING: ", msg);
-        } else if (o_.json) {
-          lang::LineCol lc = src.line_col(a.loc.begin);
-          emit_out(recorded(output::json_message(err ? "errorf" : "warnf", msg, src.name(), lc.line, lc.col),
-                            output::text_field(text)));
-        } else {
-          fflush(out_);
-          fmt::print(stderr, "{}", text);
-        }
+        printer_->script_message(err, output::format_printf(a.printf_format, args), p_.ast->source, a.loc);
         break;
       }
       case sema::ActionKind::System: {
         // The output so far goes first, as the command's own stderr does.
         fflush(out_);
         std::string s = run_command(output::format_printf(a.printf_format, args));
-        emit_out(o_.json ? output::json_event("syscall", s) : s);
+        printer_->event(EventKind::System, s);
         break;
       }
     }
@@ -995,8 +876,7 @@ class Session {
     fflush(out_);
   }
 
-  // A helper call failed (ir::HelperSite): a located warning with the source
-  // line, on stderr (JSON: a helper_error message).
+  // A helper call failed (ir::HelperSite).
   int helper_error(const uint8_t* data, size_t size) {
     if (size < ir::kHelperErrorSize) return 0;
     uint32_t site_id;
@@ -1005,19 +885,8 @@ class Session {
     std::memcpy(&ret, data + 12, 4);
     if (site_id >= m_.sites.size()) return 0;
     const auto& site = m_.sites[site_id];
-    std::string msg = helper_error_message(p_, site, ret);
-    const auto& src = p_.ast->source;
-    lang::Diagnostics d;
-    d.warning(site.loc, msg);
-    const std::string text = d.render(src);
-    if (o_.json) {
-      lang::LineCol lc = src.line_col(site.loc.begin);
-      emit_out(recorded(output::json_helper_error(msg, helper_name(site.helper), ret, src.name(), lc.line, lc.col),
-                        output::text_field(text)));
-      return 0;
-    }
-    fflush(out_);
-    fmt::print(stderr, "{}", text);
+    printer_->helper_error(helper_error_message(p_, site, ret), helper_name(site.helper), ret, p_.ast->source,
+                           site.loc);
     return 0;
   }
 
@@ -1040,10 +909,7 @@ class Session {
   void report_lost(bool final) {
     uint64_t total = lost_total();
     if (total > lost_reported_) {
-      if (o_.json)
-        emit_out(output::json_lost(total - lost_reported_));
-      else
-        fmt::print(stderr, "Lost {} events\n", total - lost_reported_);
+      printer_->lost(total - lost_reported_);
       lost_reported_ = total;
     }
     if (final && total > 0) fmt::print(stderr, "WARNING: Total lost event count: {}\n", total);
@@ -1087,7 +953,7 @@ class Session {
   void warn_missed(const std::string& probe, uint64_t n, const char* why) {
     if (n == 0) return;
     fmt::print(stderr, "WARNING: {}: {} firing{} missed: {}\n", probe, n, n == 1 ? " was" : "s were", why);
-    if (o_.json) emit_out(output::json_missed(probe, n, why));
+    printer_->missed(probe, n, why);
   }
 
   void loop(int watch_pid) {
@@ -1169,11 +1035,11 @@ class Session {
       if (graph_file_.is_open() && output::is_foldable(snap)) {
         // Drawn, not printed (unless folded text was asked for as well);
         // a recording keeps it.
-        if (o_.folded || o_.recording) emit_map(snap, 0, 0, 0, true);
+        printer_->drawn_map(snap);
         graph_maps_.push_back(std::move(snap));
         continue;
       }
-      emit_map(snap, 0, 0);
+      printer_->map(snap, 0, 0, 0);
     }
   }
 
@@ -1199,13 +1065,12 @@ class Session {
   bool heat_terminal_ = false;  // --heatmap -
   output::HeatMaps heat_;
   double start_time_ = 0;  // when the probes were attached (seconds since the epoch)
-  size_t written_ = 0;     // bytes of output so far
-  size_t heat_lines_ = 0, heat_mark_ = 0;  // the last terminal drawing: its lines, and written_ after it
+  std::unique_ptr<Printer> printer_;  // how the output format prints each kind of output
+  size_t heat_lines_ = 0, heat_mark_ = 0;  // the last terminal drawing: its lines, and the bytes written after it
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<ValueNames> names_;
-  std::map<uint32_t, Line> lines_;  // by CPU: the line being printed in pieces
   std::vector<bpf::Fd> prog_fds_;
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;
