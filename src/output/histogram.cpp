@@ -291,6 +291,19 @@ std::string lhist_text(const std::vector<uint64_t>& buckets, int64_t min, int64_
   return render(buckets, lhist_bucket_count(min, max, step), 1, lhist_upper(min, max, step));
 }
 
+std::optional<int64_t> bucket_max(size_t i, AggKind kind, const HistParams& p) {
+  if (kind == AggKind::LHist) {
+    const auto hi = lhist_label(i, p.min, std::max(p.max, p.min), std::max<int64_t>(p.step, 1));
+    int64_t max = 0;
+    if (!hi || __builtin_sub_overflow(*hi, 1, &max)) return std::nullopt;
+    return max;
+  }
+  // Index 0's label is 0: the negatives end at -1.
+  const uint64_t label = i == 0 ? 0 : hist_label(i, clamp_bits(p.bits));
+  if (label > static_cast<uint64_t>(INT64_MAX) + 1) return std::nullopt;
+  return static_cast<int64_t>(label - 1);
+}
+
 BucketLabel bucket_label(size_t i, AggKind kind, const HistParams& p) {
   if (kind == AggKind::LHist) {
     const int64_t step = std::max<int64_t>(p.step, 1);

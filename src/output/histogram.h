@@ -25,6 +25,13 @@ uint64_t hist_label(size_t i, int k);
 // bucket has no upper bound).
 std::optional<int64_t> lhist_label(size_t i, int64_t min, int64_t max, int64_t step);
 
+// The largest integer bucket i of a hist() (kind Hist, p.bits) or lhist()
+// (LHist, p.min, max, step) holds: one less than its exclusive upper bound
+// (bpftrace's JSON "max"), -1 for hist()'s bucket of negatives; nullopt
+// where the bucket has no upper bound (lhist()'s last one) or the bound
+// does not fit in an int64.
+std::optional<int64_t> bucket_max(size_t i, AggKind kind, const HistParams& p);
+
 // Bucket i of a hist() (kind Hist, p.bits) or lhist() (LHist, p.min, max,
 // step) as the text labels it: `range` "[64, 128)", "[3]", "(..., 0)",
 // "[1M, ...)"; `low` its lower bound "64", "1K" ("" for the underflow bucket).

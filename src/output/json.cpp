@@ -91,10 +91,10 @@ std::string hist_json(const std::vector<uint64_t>& buckets, int bits, uint64_t d
   for (size_t i = range->first; i <= range->second; i++) {
     if (i != range->first) out += ",";
     std::optional<std::string> min;
+    std::optional<std::string> max;
     if (i > 0) min = json_uint(hist_label(i - 1, k));
-    // max = label - 1 as int64 (bpftrace one_less); index 0's label is 0.
-    const uint64_t label = i == 0 ? 0 : hist_label(i, k);
-    const std::string max = json_int(static_cast<int64_t>(label - 1));
+    // max = label - 1 (bpftrace one_less).
+    if (auto hi = bucket_max(i, AggKind::Hist, HistParams{.bits = k})) max = json_int(*hi);
     out += bucket_json(min, max, buckets[i] / div);
   }
   return out + "]";
@@ -114,7 +114,8 @@ std::string lhist_json(const std::vector<uint64_t>& buckets, int64_t lmin, int64
     if (i > 0) {
       if (auto lo = lhist_label(i - 1, lmin, lmax, step)) min = json_int(*lo);
     }
-    if (auto hi = lhist_label(i, lmin, lmax, step)) max = json_int(*hi - 1);
+    if (auto hi = bucket_max(i, AggKind::LHist, HistParams{.min = lmin, .max = lmax, .step = step}))
+      max = json_int(*hi);
     out += bucket_json(min, max, buckets[i]);  // div has no effect on lhist (0.26)
   }
   return out + "]";
