@@ -27,6 +27,9 @@ Value stat_number(int64_t n, bool is_signed);
 // value, or an avg()'s truncated mean.
 Value entry_number(const MapSnapshot& map, const Aggregate& a);
 
+// Key order (REFERENCE 4.3): <0, 0 or >0 as a sorts before, with or after b.
+int compare_keys(const Value& a, const Value& b);
+
 // Ascending order per REFERENCE 4.3 (stable: ties keep the snapshot's order).
 void sort_entries(const MapSnapshot& map, std::vector<std::pair<Value, Aggregate>>& entries);
 

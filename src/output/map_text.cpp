@@ -75,7 +75,32 @@ Value entry_number(const MapSnapshot& map, const Aggregate& a) {
   return map.kind == AggKind::Avg ? average(a, map.value_signed) : a.value;
 }
 
-namespace {
+void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from) {
+  switch (kind) {
+    case AggKind::Plain: break;  // the first one stays
+    case AggKind::Count:
+    case AggKind::Sum:
+      if (into.value.kind == Value::Kind::UInt) into.value.u += from.value.u; else into.value.i += from.value.i;
+      break;
+    case AggKind::Min:
+    case AggKind::Max: {
+      const bool u = into.value.kind == Value::Kind::UInt;
+      const bool from_less = u ? from.value.u < into.value.u : from.value.i < into.value.i;
+      if (from_less == (kind == AggKind::Min)) into.value = from.value;
+      break;
+    }
+    case AggKind::Avg:
+    case AggKind::Stats:
+      into.count += from.count;
+      into.total += from.total;
+      break;
+    case AggKind::Hist:
+    case AggKind::LHist:
+      if (into.buckets.size() < from.buckets.size()) into.buckets.resize(from.buckets.size());
+      for (size_t i = 0; i < from.buckets.size(); ++i) into.buckets[i] += from.buckets[i];
+      break;
+  }
+}
 
 // Key order (REFERENCE 4.3): integers signed (bpftrace sorts every 8-byte
 // integer key as int64), strings bytewise, tuples field by field.
@@ -112,6 +137,8 @@ int compare_keys(const Value& a, const Value& b) {
   }
   return 0;
 }
+
+namespace {
 
 uint64_t total_count(const Aggregate& a) {
   uint64_t sum = 0;

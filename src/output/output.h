@@ -120,6 +120,12 @@ struct MapSnapshot {
   std::vector<std::pair<Value, Aggregate>> entries;  // key (Kind::None when !keyed), value
 };
 
+// Adds `from` into `into`, two entries of a `kind` map taken as one: counts,
+// sums, averages' counts and totals and histogram buckets add up, min() and
+// max() keep the smaller or larger value, a plain map keeps `into`'s value.
+// (Two kernel stacks that print alike; the keys a metrics page folds into one.)
+void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from);
+
 // How hist() maps print: bpftrace's "[4, 8)  3 |@@@ |" lines, or the log2
 // table of bcc's libbpf-tools ("4 -> 7 : 3 |*** |" under a "usecs : count
 // distribution" header named after the map, a "name = value" line before

@@ -208,34 +208,6 @@ bool has_kernel_stack(const sema::Type& t) {
   return std::any_of(t.elems.begin(), t.elems.end(), has_kernel_stack);
 }
 
-// Adds entry b's value into a's (two kernel stack ids whose stacks read the
-// same once the tracer's own frames are left out).
-void merge_into(output::AggKind kind, output::Aggregate& a, const output::Aggregate& b) {
-  switch (kind) {
-    case output::AggKind::Plain: break;  // the first one stays
-    case output::AggKind::Count:
-    case output::AggKind::Sum:
-      if (a.value.kind == output::Value::Kind::UInt) a.value.u += b.value.u; else a.value.i += b.value.i;
-      break;
-    case output::AggKind::Min:
-    case output::AggKind::Max: {
-      const bool u = a.value.kind == output::Value::Kind::UInt;
-      const bool b_less = u ? b.value.u < a.value.u : b.value.i < a.value.i;
-      if (b_less == (kind == output::AggKind::Min)) a.value = b.value;
-      break;
-    }
-    case output::AggKind::Avg:
-    case output::AggKind::Stats:
-      a.count += b.count;
-      a.total += b.total;
-      break;
-    case output::AggKind::Hist:
-    case output::AggKind::LHist:
-      for (size_t i = 0; i < a.buckets.size() && i < b.buckets.size(); ++i) a.buckets[i] += b.buckets[i];
-      break;
-  }
-}
-
 // One entry per key as printed: the kernel keeps a stack id per distinct
 // frame list, and two lists that differ only in the tracer's frames print
 // the same stack.
@@ -248,7 +220,7 @@ void merge_equal_keys(output::MapSnapshot& snap) {
     if (added)
       kept.push_back(std::move(e));
     else
-      merge_into(snap.kind, kept[it->second].second, e.second);
+      output::merge_aggregate(snap.kind, kept[it->second].second, e.second);
   }
   snap.entries = std::move(kept);
 }
