@@ -53,19 +53,25 @@ bool tracer_frame(std::string_view name) {
 
 namespace {
 
+// Calls `f` with each frame name of a stack value, root first. A kernel
+// stack leaves out the tracer's frames at its leaf end.
+template <typename F>
+void each_frame(const Value& stack, F f) {
+  size_t skip = 0;
+  while (stack.stack == Value::StackOf::Kernel && skip < stack.elems.size() && tracer_frame(stack.elems[skip].s))
+    ++skip;
+  for (auto it = stack.elems.rbegin(); it != stack.elems.rend() - static_cast<std::ptrdiff_t>(skip); ++it) f(it->s);
+}
+
 // Key fields, root first: the other fields, then the user stacks, then the
-// kernel stacks, each stack's frames root first. A kernel stack leaves out
-// the tracer's frames at its leaf end.
+// kernel stacks, each stack's frames root first.
 void plain_frames(std::span<const Value* const> f, std::vector<Frame>& frames) {
   for (const Value* v : f)
     if (v->stack == Value::StackOf::None) frames.push_back({to_text(*v), FrameKind::Other});
   for (auto of : {Value::StackOf::User, Value::StackOf::Kernel}) {
     for (const Value* v : f) {
       if (v->stack != of) continue;
-      size_t skip = 0;
-      while (of == Value::StackOf::Kernel && skip < v->elems.size() && tracer_frame(v->elems[skip].s)) ++skip;
-      for (auto it = v->elems.rbegin(); it != v->elems.rend() - static_cast<std::ptrdiff_t>(skip); ++it)
-        frames.push_back({it->s, kind_of(of)});
+      each_frame(*v, [&](const std::string& name) { frames.push_back({name, kind_of(of)}); });
     }
   }
 }
@@ -134,6 +140,17 @@ std::string folded_text(const StackSet& set) {
   }
   std::string out;
   for (const auto& [text, n] : lines) out += fmt::format("{} {}\n", text, n);
+  return out;
+}
+
+std::string folded_stack(const Value& stack) {
+  std::string out;
+  bool first = true;
+  each_frame(stack, [&](const std::string& name) {
+    if (!first) out += ';';
+    out += frame_text(name);
+    first = false;
+  });
   return out;
 }
 

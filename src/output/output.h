@@ -236,6 +236,10 @@ StackSet map_stacks(const MapSnapshot& map, StackLayout layout = StackLayout::Pl
 // are summed, stacks with no frames dropped, lines sorted.
 std::string folded_text(const StackSet& set);
 std::string folded_text(const MapSnapshot& map, StackLayout layout = StackLayout::Plain);
+// One stack value as a folded line's frames: root first, joined by ';' (a
+// ';' or newline in a name becomes ':'), a kernel stack without the
+// tracer's frames at its leaf end ("" for an empty stack).
+std::string folded_stack(const Value& stack);
 
 // Folded stacks read back (bpfscope render, src/output/folded_read.cpp):
 // one "frame;frame;leaf COUNT" line per stack; "_[k]" marks a kernel frame

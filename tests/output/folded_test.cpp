@@ -55,6 +55,16 @@ TEST(Folded, TracerFramesLeaveKernelStacks) {
             "main;bpf_trace_run1;schedule_[k];bpf_trace_run1_[k];__schedule_[k] 2\n");
 }
 
+// One stack as a folded line's frames (a metrics label): root first, the
+// tracer's frames left out, ';' and newlines in names turned to ':'.
+TEST(Folded, OneStack) {
+  EXPECT_EQ(folded_stack(kstack({"bpf_prog_0123456789abcdef", "bpf_trace_run2", "leaf", "a;b\nc", "root"})),
+            "root;a:b:c;leaf");
+  EXPECT_EQ(folded_stack(ustack({"bpf_trace_run2", "main"})), "main;bpf_trace_run2");
+  EXPECT_EQ(folded_stack(kstack({})), "");
+  EXPECT_EQ(folded_stack(ustack({"", "main"})), "main;");
+}
+
 TEST(Folded, OnlyStackKeyedNumberMaps) {
   EXPECT_FALSE(is_foldable(keyed("@", AggKind::Count, {{S("x"), val(I(1))}})));
   EXPECT_FALSE(is_foldable(keyed("@", AggKind::Hist, {{kstack({"f"}), buckets({1})}})));
