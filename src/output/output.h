@@ -517,4 +517,86 @@ std::string json_missed(const std::string& probe, uint64_t firings, const std::s
 std::string json_helper_error(std::string_view msg, std::string_view helper, int retcode, std::string_view filename,
                               uint32_t line, uint32_t col);
 
+// ---- Prometheus metrics (src/output/metrics.cpp, docs/metrics.md) ----
+// Maps as metric families for a /metrics page (issue 19), in the Prometheus
+// text format 0.0.4 or in OpenMetrics 1.0.0 text. The map @x is the family
+// bpfscope_x (the anonymous map @: bpfscope_map; other characters than
+// [a-zA-Z0-9_] become '_'):
+//   count(), sum()     counter    bpfscope_x_total (@x_total too: one _total)
+//   min(), max(), avg() and integer maps
+//                      gauge      bpfscope_x (avg(): the truncated mean print() shows)
+//   stats()            summary    bpfscope_x_sum, bpfscope_x_count (no quantiles)
+//   hist(), lhist()    histogram  bpfscope_x_bucket{le="N"}, le="+Inf", bpfscope_x_count
+// A bucket's le is the largest integer it holds ([4, 8) has le="7", the
+// negatives le="-1"), for every bucket with such a bound: the same set at
+// every scrape, so that buckets add up across scrapes and machines. A
+// histogram has no _sum: bpftrace keeps none, and OpenMetrics forbids one
+// beside buckets of negative values. A map value that is no number (a
+// string, a stack, a tuple, an address) is not served.
+// Keys are labels: a record key's field names, key0, key1... for a tuple,
+// `key` for anything else. A label value is the key's text as print()
+// shows it, a stack its frames root first joined by ';' (folded_stack), a
+// byte that is no UTF-8 the text \xNN. A field name that the format
+// reserves (le in a histogram, quantile in a summary, other, one starting
+// with '_' or a digit) gets the prefix key_.
+// Series are sorted by key (REFERENCE 4.3).
+
+enum class MetricsFormat { Prometheus, OpenMetrics };
+
+// The HTTP Content-Type of a format's page.
+std::string_view metrics_content_type(MetricsFormat format);
+
+// The keys of one map that get series of their own, by default (issue 19).
+inline constexpr uint64_t kMetricsMaxSeries = 10000;
+
+struct MapMetrics {
+  std::string text;     // the family: HELP and TYPE lines, then its samples; "" when nothing is served
+  uint64_t folded = 0;  // keys folded into the other="true" series
+};
+
+// One map as one metric family. A map with more than `max_series` keys (0:
+// no limit) serves the `max_series` keys that print(@m, max_series) would
+// print, and folds the others into one series labelled other="true" (and
+// no key labels): counters, summaries and histogram buckets add up, a
+// min() map keeps the smallest value, max() the largest, avg() the mean of
+// the folded keys together; an integer map's folded keys are not served.
+// Keys whose labels read alike (two stacks that fold to the same frames)
+// are one series, their values merged as merge_aggregate does.
+MapMetrics map_metrics(const MapSnapshot& map, MetricsFormat format, uint64_t max_series = kMetricsMaxSeries);
+
+// What the run itself serves, as plain values from the session: families
+// bpfscope_build_info{version} 1, bpfscope_lost_events_total,
+// bpfscope_map_full_total{map}, bpfscope_probe_skipped_total{probe},
+// bpfscope_probe_info{probe,mechanism} 1 and
+// bpfscope_series_folded_total{map}. A family without samples is left out.
+struct RunMetrics {
+  std::string version;                                          // the build's version
+  uint64_t lost_events = 0;                                     // events the ring buffer had no room for
+  std::vector<std::pair<std::string, uint64_t>> map_full;       // map ("@m"), updates refused as it was full
+  std::vector<std::pair<std::string, uint64_t>> probe_skipped;  // probe, firings its program did not run for
+  std::vector<std::pair<std::string, std::string>> probes;      // probe, how it is attached ("tracepoint", "fentry")
+  std::vector<std::pair<std::string, uint64_t>> series_folded;  // map, keys folded so far
+};
+
+// The run's families, sorted by name.
+std::string run_metrics(const RunMetrics& run, MetricsFormat format);
+
+// A whole page: the run's families and one per map, sorted by family name,
+// then "# EOF" in OpenMetrics. A map's family that would use a sample name
+// another family has taken (the run's families take theirs first, then the
+// maps in the order given: @lost_events = count() would be
+// bpfscope_lost_events_total; @ and @map are both bpfscope_map; a hist()
+// @x takes bpfscope_x_count) is left out and named in `clashes`.
+// bpfscope_series_folded_total counts the keys folded over every page
+// served: `run.series_folded` holds the counts before this page; the page
+// serves, and returns in `series_folded`, those counts plus this page's
+// folds, for each map served.
+struct MetricsPage {
+  std::string text;
+  std::vector<std::pair<std::string, uint64_t>> series_folded;  // map, keys folded so far (for the next page's run)
+  std::vector<std::string> clashes;                             // maps left out: their names are taken
+};
+MetricsPage metrics_page(const std::vector<MapSnapshot>& maps, const RunMetrics& run, MetricsFormat format,
+                         uint64_t max_series = kMetricsMaxSeries);
+
 }  // namespace bpfscope::output
