@@ -33,16 +33,19 @@ report() {
 trap report EXIT
 
 if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libgtest-dev cmake ninja-build pkg-config g++ \
-      bpftrace python3 chromium python3-pyte linux-perf >/dev/null 2>&1; then
+      bpftrace python3 chromium python3-pyte linux-perf prometheus >/dev/null 2>&1; then
   apt-get update -qq
   # bpftrace is the comparison oracle of the benchmarks; the traffic tools
   # are for the network cases (shared/KERNEL.md); chromium opens the
   # flame graphs and heat maps in the tool tests (tests/runtime/tools/test_flamegraph.py,
   # test_heatmap.py); python3-pyte is the terminal the terminal heat map is drawn on;
-  # perf counts the scheduler tools' tracepoint beside them (tests/runtime/tools/schedwitness.py).
+  # perf counts the scheduler tools' tracepoint beside them (tests/runtime/tools/schedwitness.py);
+  # prometheus brings promtool, Prometheus's own parser, which judges every metrics page
+  # the unit tests make (tests/output/metrics_test.cpp; its server is not used).
   apt-get install -y -qq --no-install-recommends \
     g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev \
-    libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf >/dev/null
+    libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
+    prometheus >/dev/null
 fi
 phase "dependencies"
 
