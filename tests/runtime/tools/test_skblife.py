@@ -12,17 +12,29 @@ from toolrun import NetnsPair, mount_tracefs, python_in, run_tool
 N, PAUSE = 20, 0.6
 
 # Binds, says ready, waits for the line the test writes once every datagram
-# is sent, then PAUSE seconds (so each lives at least that long however slow
-# the sender was to start), and closes the socket unread.
+# is sent, then until all N are in its queue (peeked, with a peek offset so
+# that each peek reads the next: none is taken off the queue), then PAUSE
+# seconds (so each lives at least that long however slow the sender and the
+# veth were), and closes the socket unread. "done K": K datagrams were queued.
 SLOW_SINK = r"""
 import socket, sys, time
+SO_PEEK_OFF = 42
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], int(sys.argv[2])))
+s.setsockopt(socket.SOL_SOCKET, SO_PEEK_OFF, 0)
 print("ready", flush=True)
 sys.stdin.readline()
+s.settimeout(20)
+got = 0
+try:
+    for _ in range(int(sys.argv[4])):
+        s.recv(65536, socket.MSG_PEEK)
+        got += 1
+except socket.timeout:
+    pass
 time.sleep(float(sys.argv[3]))
 s.close()
-print("done", flush=True)
+print("done", got, flush=True)
 """
 
 
@@ -32,14 +44,14 @@ class SkblifeTest(unittest.TestCase):
         mount_tracefs()
 
     def traffic(self, pair):
-        sink = python_in(pair, "b", SLOW_SINK, pair.addr4["b"], 7301, PAUSE, stdin=subprocess.PIPE,
+        sink = python_in(pair, "b", SLOW_SINK, pair.addr4["b"], 7301, PAUSE, N, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
         try:
             self.assertEqual(sink.stdout.readline().strip(), "ready")
             udp_send(pair, "a", pair.addr4["b"], 7301, 200, N)
             sink.stdin.write("sent\n")
             sink.stdin.flush()
-            self.assertEqual(sink.stdout.readline().strip(), "done")
+            self.assertEqual(sink.stdout.readline().strip(), "done %d" % N)
         finally:
             sink.kill()
             sink.wait()
