@@ -29,7 +29,7 @@ namespace {
 
 using namespace bpfscope;
 
-constexpr const char* kVersion = "bpfscope 0.1.0";
+constexpr const char* kVersion = "bpfscope " BPFSCOPE_VERSION;
 
 constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] filename [args...]
@@ -79,6 +79,16 @@ OPTIONS:
                    print, a row per bucket, the count as colour, a tooltip per cell. FILE.svg
                    is written at exit; - draws it on the output instead of the histograms,
                    redrawn as each column arrives
+    --prometheus [ADDR:]PORT
+                   while the program runs, serve its maps as Prometheus metrics on
+                   http://ADDR:PORT/metrics, read from the kernel at each scrape (text format,
+                   or OpenMetrics when the scraper asks); ADDR defaults to 127.0.0.1, an IPv6
+                   one is written [::1]; PORT 0 takes a free port. Output goes on as usual.
+    --prometheus-token FILE
+                   every request to the endpoint must carry "Authorization: Bearer TOKEN",
+                   TOKEN being what FILE holds
+    --max-series N series a map serves at most (default 10000); its other keys fold into one
+                   series labelled other="true"
     --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
@@ -119,6 +129,8 @@ struct Cli {
   std::vector<lang::SplicedValue> spliced;
   std::vector<lang::GivenArgument> given;  // a tool's arguments, for errors in the attach points that splice them
   std::string tool_name;  // a packaged tool's name, when running one
+  std::optional<std::string> metrics_token;  // --prometheus-token
+  std::optional<uint64_t> max_series;        // --max-series
 };
 
 bool read_file(const std::string& path, std::string& out) {
@@ -290,7 +302,29 @@ int compile_and_run(Cli& cli) {
 }
 
 
-enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted, kHeatmap };
+// --prometheus's [ADDR:]PORT: PORT alone listens on 127.0.0.1; an IPv6
+// address is written in brackets ([::1]:9100).
+bool parse_listen_address(std::string_view arg, std::string& address, uint16_t& port) {
+  std::string_view port_text = arg;
+  size_t colon = arg.rfind(':');
+  if (colon != std::string_view::npos) {
+    std::string_view host = arg.substr(0, colon);
+    port_text = arg.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    else if (host.find(':') != std::string_view::npos) return false;
+    if (host.empty()) return false;
+    address = std::string(host);
+  }
+  if (port_text.empty() || port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string_view::npos)
+    return false;
+  unsigned long p = std::stoul(std::string(port_text));
+  if (p > 65535) return false;
+  port = static_cast<uint16_t>(p);
+  return true;
+}
+
+enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted, kHeatmap,
+                  kPrometheus, kPrometheusToken, kMaxSeries };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -374,6 +408,39 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       cli.run.heatmap.title = arg;
       break;
     case kInverted: cli.run.flamegraph.inverted = true; break;
+    case kPrometheus: {
+      auto& m = cli.run.metrics.emplace(cli.run.metrics.value_or(runtime::MetricsOptions{}));
+      if (!parse_listen_address(arg, m.address, m.port)) {
+        fmt::print(stderr, "ERROR: --prometheus: \"{}\" is not [ADDR:]PORT (9100, 0.0.0.0:9100, [::1]:9100)\n", arg);
+        return 1;
+      }
+      break;
+    }
+    case kPrometheusToken: {
+      std::string token;
+      if (!read_file(arg, token)) {
+        fmt::print(stderr, "ERROR: --prometheus-token: cannot read {}: {}\n", arg, strerror(errno));
+        return 1;
+      }
+      while (!token.empty() && isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+      if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos) {
+        fmt::print(stderr, "ERROR: --prometheus-token: {} must hold one token (no spaces)\n", arg);
+        return 1;
+      }
+      cli.metrics_token = token;
+      break;
+    }
+    case kMaxSeries: {
+      char* end;
+      errno = 0;
+      unsigned long long n = strtoull(arg, &end, 10);
+      if (*end || !*arg || *arg == '-' || n == 0 || errno) {
+        fmt::print(stderr, "ERROR: --max-series: \"{}\" is not a positive number\n", arg);
+        return 1;
+      }
+      cli.max_series = n;
+      break;
+    }
     case 'k': cli.helper_errors = true; break;
     case kVerifyIr:
     case 'I': break;
@@ -390,6 +457,7 @@ const std::vector<tools::GlobalSpec> kToolGlobals = {
     {'c', "cmd", true},    {'k', nullptr, false}, {'d', nullptr, true},  {'B', nullptr, true},
     {0, "dry-run", false}, {0, "unsafe", false},  {0, "no-warnings", false}, {0, "percentiles", false},
     {0, "flamegraph", true}, {0, "title", true},  {0, "inverted", false}, {0, "heatmap", true},
+    {0, "prometheus", true}, {0, "prometheus-token", true}, {0, "max-series", true},
 };
 
 int option_code(const std::string& name) {
@@ -401,6 +469,9 @@ int option_code(const std::string& name) {
   if (name == "title") return kTitle;
   if (name == "inverted") return kInverted;
   if (name == "heatmap") return kHeatmap;
+  if (name == "prometheus") return kPrometheus;
+  if (name == "prometheus-token") return kPrometheusToken;
+  if (name == "max-series") return kMaxSeries;
   return name[0];
 }
 
@@ -415,7 +486,9 @@ int first_word(int argc, char** argv) {
       if (a.starts_with("-e") || a == "-l" || a.starts_with("--info")) return 0;
       if (!a.starts_with("--") && a.size() == 2 && std::string_view("ofBdcpI").find(a[1]) != std::string_view::npos)
         ++i;
-      if (a == "--flamegraph" || a == "--title" || a == "--heatmap") ++i;
+      if (a == "--flamegraph" || a == "--title" || a == "--heatmap" || a == "--prometheus" ||
+          a == "--prometheus-token" || a == "--max-series")
+        ++i;
       continue;
     }
     // "-" is the program on stdin, never a tool.
@@ -505,6 +578,26 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
 
 // --title and --inverted describe a picture: alone they do nothing. A heat
 // map on the terminal is text output.
+// --prometheus-token and --max-series go with --prometheus, which they
+// complete.
+std::optional<int> check_metrics_options(Cli& cli) {
+  auto& m = cli.run.metrics;
+  if (!m && (cli.metrics_token || cli.max_series)) {
+    fmt::print(stderr, "ERROR: --{} applies to the metrics endpoint: add --prometheus [ADDR:]PORT\n",
+               cli.metrics_token ? "prometheus-token" : "max-series");
+    return 1;
+  }
+  if (!m) return std::nullopt;
+  if (cli.metrics_token) m->token = *cli.metrics_token;
+  if (cli.max_series) m->max_series = *cli.max_series;
+  const bool loopback = m->address == "127.0.0.1" || m->address == "::1" || m->address == "localhost" ||
+                        m->address.starts_with("127.");
+  if (!loopback && m->token.empty())
+    fmt::print(stderr, "WARNING: --prometheus {}: anyone who reaches this address can read the metrics; "
+               "--prometheus-token FILE makes every request carry a bearer token\n", m->address);
+  return std::nullopt;
+}
+
 std::optional<int> check_graph_options(const Cli& cli) {
   const auto& g = cli.run.flamegraph;
   if (cli.run.flamegraph_file.empty() && g.inverted) {
@@ -745,6 +838,9 @@ int main(int argc, char** argv) {
       {"percentiles", no_argument, nullptr, kPercentiles},
       {"flamegraph", required_argument, nullptr, kFlamegraph}, {"title", required_argument, nullptr, kTitle},
       {"inverted", no_argument, nullptr, kInverted}, {"heatmap", required_argument, nullptr, kHeatmap},
+      {"prometheus", required_argument, nullptr, kPrometheus},
+      {"prometheus-token", required_argument, nullptr, kPrometheusToken},
+      {"max-series", required_argument, nullptr, kMaxSeries},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before
@@ -787,6 +883,7 @@ int main(int argc, char** argv) {
   if (tool) {
     if (auto rc = load_tool(cli, *tool, argc, argv, tool_at + 1)) return *rc;
     if (auto rc = check_graph_options(cli)) return *rc;
+    if (auto rc = check_metrics_options(cli)) return *rc;
     return compile_and_run(cli);
   }
   // getopt_long consumes the first `--` and moves it in front of the
@@ -829,5 +926,6 @@ int main(int argc, char** argv) {
     cli.positional.push_back(argv[i]);
   }
   if (auto rc = check_graph_options(cli)) return *rc;
+  if (auto rc = check_metrics_options(cli)) return *rc;
   return compile_and_run(cli);
 }

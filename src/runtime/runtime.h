@@ -26,6 +26,14 @@ inline constexpr uint32_t kQuietRingbuf = 256u << 10;
 // the loss is reported, and BPFTRACE_PERF_RB_PAGES sets a larger buffer.
 inline constexpr uint32_t kToolRingbuf = 1u << 20;
 
+// --prometheus [ADDR:]PORT: the maps served as metrics (docs/metrics.md).
+struct MetricsOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;
+  std::string token;  // --prometheus-token FILE's contents: every request must carry it
+  uint64_t max_series = output::kMetricsMaxSeries;  // --max-series
+};
+
 struct Options {
   std::string output_file;   // -o: script output goes there
   bool quiet = false;        // -q
@@ -69,6 +77,7 @@ struct Options {
   // kQuietRingbuf. The kernel maps the data twice, so RSS grows by 2x.
   uint32_t ringbuf_bytes = 0;
   uint32_t max_cat_bytes = 10240;  // cat(): bytes printed of each file (BPFTRACE_MAX_CAT_BYTES)
+  std::optional<MetricsOptions> metrics;  // --prometheus
   int child_pid = -1;        // -c: the child, held until attach (see Child)
   int target_pid = -1;       // -p
 };

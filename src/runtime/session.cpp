@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include "bpf/libbpf_bpf.h"
 #include "lang/diagnostics.h"
 #include "runtime/maps.h"
+#include "runtime/metrics.h"
 #include "runtime/printer.h"
 #include "runtime/runtime.h"
 #include "runtime/symbolizer.h"
@@ -236,6 +238,56 @@ double wall_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// The session's names, shared with the metrics endpoint's threads: one
+// call at a time (the symbol caches fill as they are used).
+class SharedResolver : public Resolver {
+ public:
+  SharedResolver(const Resolver& inner, std::mutex& lock) : inner_(inner), lock_(lock) {}
+  output::Value stack(bool user, int64_t id, uint32_t pid, uint32_t limit, sema::StackMode mode) const override {
+    std::lock_guard g(lock_);
+    return inner_.stack(user, id, pid, limit, mode);
+  }
+  std::string symbol(bool user, uint64_t addr, uint32_t pid) const override {
+    std::lock_guard g(lock_);
+    return inner_.symbol(user, addr, pid);
+  }
+  std::string timestamp(uint64_t format, uint64_t boot_ns) const override {
+    std::lock_guard g(lock_);
+    return inner_.timestamp(format, boot_ns);
+  }
+  std::optional<std::string> enumerator(uint32_t enum_id, int64_t v) const override {
+    std::lock_guard g(lock_);
+    return inner_.enumerator(enum_id, v);
+  }
+
+ private:
+  const Resolver& inner_;
+  std::mutex& lock_;
+};
+
+// How a probe's program runs, as the metrics name it (bpfscope_probe_info).
+const char* mechanism_name(sema::ProbeKind k, bool tp_btf) {
+  switch (k) {
+    case sema::ProbeKind::Begin:
+    case sema::ProbeKind::End:
+    case sema::ProbeKind::Interval: return "test_run";
+    case sema::ProbeKind::Tracepoint: return "tracepoint";
+    case sema::ProbeKind::RawTracepoint: return tp_btf ? "tp_btf" : "raw_tracepoint";
+    case sema::ProbeKind::Uprobe: return "uprobe";
+    case sema::ProbeKind::Uretprobe: return "uretprobe";
+    case sema::ProbeKind::Usdt: return "usdt";
+    case sema::ProbeKind::Software:
+    case sema::ProbeKind::Profile:
+    case sema::ProbeKind::Hardware: return "perf_event";
+    case sema::ProbeKind::Kprobe: return "kprobe";
+    case sema::ProbeKind::Kretprobe: return "kretprobe";
+    case sema::ProbeKind::Fentry: return "fentry";
+    case sema::ProbeKind::Fexit: return "fexit";
+    case sema::ProbeKind::Iter: return "iterator";
+  }
+  return "";
+}
+
 class Session {
  public:
   Session(const sema::TypedProgram& p, const ir::Module& m, std::vector<codegen::Program> progs, const Options& o)
@@ -288,6 +340,12 @@ class Session {
         links_.clear();
         return rc;
       }
+      if (o_.metrics) {
+        if (int rc = start_metrics(); rc) {
+          links_.clear();
+          return rc;
+        }
+      }
       if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
         fmt::print(out_, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
         fflush(out_);
@@ -301,6 +359,7 @@ class Session {
       }
       loop(child ? child->pid : o_.target_pid);
     }
+    metrics_.reset();  // before the probes stop: their counters are read no more
     detach();
     // What the probes sent before they stopped: dropped after an exit() (as
     // bpftrace drops records that follow it), printed after a signal.
@@ -484,6 +543,7 @@ class Session {
     symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get(),
                                                map_fds_[m_.support.build_id_stacks].get());
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());
+    shared_names_ = std::make_unique<SharedResolver>(*names_, symbols_lock_);
     rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
     if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
     // The lost-record counter is read from memory while tracing: a bpf()
@@ -762,7 +822,10 @@ class Session {
     if (id == ir::kUstackPidRecord) {
       uint32_t tgid;
       std::memcpy(&tgid, data + 8, 4);
-      if (size >= ir::kUstackPidSize && symbolizer_) symbolizer_->remember(tgid);
+      if (size >= ir::kUstackPidSize && symbolizer_) {
+        std::lock_guard g(symbols_lock_);
+        symbolizer_->remember(tgid);
+      }
       return 0;
     }
     if (id >= p_.actions.size()) return 0;
@@ -770,7 +833,7 @@ class Session {
     if (size < a.record_size) return 0;
     if (ignore_records_) return 0;
     std::vector<output::Value> args;
-    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], names_.get()));
+    for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], shared_names_.get()));
     // printf("%.2f", $bytes / 1024.0): the record holds the dividend.
     for (size_t i = 0; i < a.divisors.size(); ++i)
       if (a.divisors[i] != 0) args[i] = output::Value::of_float(args[i].as_double() / a.divisors[i]);
@@ -789,8 +852,7 @@ class Session {
         break;
       case sema::ActionKind::Print: {
         if (a.map < 0) break;
-        const auto& m = p_.maps[a.map];
-        auto snap = read_map(m, map_fds_[a.map].get(), ncpus_, names_.get(), read_mode(a, a.map));
+        auto snap = read_for_print(a.map, read_mode(a, a.map));
         if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         const double now = wall_seconds();
         if (!o_.heatmap_file.empty() && output::is_histogram(snap.kind)) {
@@ -810,7 +872,7 @@ class Session {
         auto snapshot = [&](int32_t i) -> const output::MapSnapshot* {
           auto it = snaps.find(i);
           if (it == snaps.end())
-            it = snaps.emplace(i, read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get(), read_mode(a, i))).first;
+            it = snaps.emplace(i, read_for_print(i, read_mode(a, i))).first;
           return &it->second;
         };
         std::vector<const output::MapSnapshot*> maps;
@@ -830,10 +892,24 @@ class Session {
         break;
       }
       case sema::ActionKind::Clear:
-        if (a.map >= 0) clear_map(map_fds_[a.map].get(), p_.maps[a.map].key_size);
+        if (a.map < 0) break;
+        if (metrics_ && metrics_->keeps(a.map))
+          read_for_print(a.map, Read::Take);  // served counters keep what it clears
+        else
+          clear_map(map_fds_[a.map].get(), p_.maps[a.map].key_size);
         break;
       case sema::ActionKind::Zero:
-        if (a.map >= 0) zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
+        if (a.map < 0) break;
+        if (metrics_ && metrics_->keeps(a.map)) {
+          // What is zeroed stays counted (an update between the read and
+          // the zeroing is lost to the counters).
+          auto take = metrics_->begin_take();
+          auto snap = read_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_, shared_names_.get());
+          zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
+          metrics_->taken(take, a.map, snap);
+        } else {
+          zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
+        }
         break;
       case sema::ActionKind::Time: {
         printer_->event(EventKind::Time, output::format_time(a.format, realtime_ns()));
@@ -869,6 +945,18 @@ class Session {
       }
     }
     return 0;
+  }
+
+  // Reads map i for print(); a read that takes the entries out hands them to
+  // the metrics endpoint, whose counters keep them.
+  output::MapSnapshot read_for_print(int32_t i, Read mode) {
+    const auto& m = p_.maps[static_cast<size_t>(i)];
+    const int fd = map_fds_[static_cast<size_t>(i)].get();
+    if (mode != Read::Take || !metrics_ || !metrics_->keeps(i)) return read_map(m, fd, ncpus_, shared_names_.get(), mode);
+    auto take = metrics_->begin_take();
+    auto snap = read_map(m, fd, ncpus_, shared_names_.get(), Read::Take);
+    metrics_->taken(take, i, snap);
+    return snap;
   }
 
   void drain() {
@@ -916,29 +1004,85 @@ class Session {
     if (final) report_missed();
   }
 
-  // At exit, per probe: the firings the kernel did not run its program for,
-  // as the kernel counts them (bpf_prog_info.recursion_misses), on stderr
-  // and, with -f json, as a "missed" message. docs/accuracy.md says when
-  // each kind of probe is skipped.
-  void report_missed() {
+  // Each probe, its mechanism (mechanism_name) and the firings the kernel
+  // did not run its program for so far: as the kernel counts them
+  // (bpf_prog_info.recursion_misses), or, for classic tracepoints, as their
+  // perf counters saw them. docs/accuracy.md says when each kind of probe
+  // is skipped.
+  template <typename F>
+  void each_probe(F&& f) const {
     for (size_t i = 0; i < prog_fds_.size(); ++i) {
       const auto& unit = p_.units[m_.unit_of[i]];
-      if (target_fds_[i].empty()) {
+      const bool per_target = !target_fds_[i].empty();
+      const char* how = mechanism_name(unit.mechanism, per_target);
+      if (!per_target) {
         if (prog_fds_[i].get() < 0) continue;
         std::string name;
         for (const auto& point : p_.ast->probes[unit.probe_index].points)
           name += (name.empty() ? "" : ",") + point.text;
-        report_missed_probe(name, unit.mechanism, bpf::recursion_misses(prog_fds_[i].get()));
+        f(name, unit.mechanism, how, bpf::recursion_misses(prog_fds_[i].get()));
       } else {
         // One program per target (tp_btf, fentry): each counts its own.
         for (size_t j = 0; j < target_fds_[i].size(); ++j)
-          report_missed_probe(unit.targets[j].name, unit.mechanism, bpf::recursion_misses(target_fds_[i][j].get()));
+          f(unit.targets[j].name, unit.mechanism, how, bpf::recursion_misses(target_fds_[i][j].get()));
       }
     }
+  }
+
+  // At exit, per probe: the firings the kernel did not run its program for,
+  // on stderr and, with -f json, as a "missed" message.
+  void report_missed() {
+    each_probe([&](const std::string& probe, sema::ProbeKind mechanism, const char*, uint64_t n) {
+      report_missed_probe(probe, mechanism, n);
+    });
     for (const auto& s : skips_)
       warn_missed(s.probe, s.skipped,
                     "the kernel ran no BPF program for them, and a perf counter on the tracepoint saw them; "
                     "docs/accuracy.md says when");
+  }
+
+  // --prometheus: serves the maps and the run's counters from here on.
+  int start_metrics() {
+    MetricsSources sources{.maps = &p_.maps, .ncpus = ncpus_, .resolver = shared_names_.get()};
+    for (size_t i = 0; i < p_.maps.size(); ++i) sources.fds.push_back(map_fds_[i].get());
+    sources.run = [this] { return run_metrics(); };
+    std::string error;
+    metrics_ = MetricsServer::start(*o_.metrics, std::move(sources), error);
+    if (!metrics_) {
+      fmt::print(stderr, "ERROR: --prometheus: {}\n", error);
+      return 1;
+    }
+    fmt::print(stderr, "Serving metrics on http://{}:{}/metrics\n",
+                 o_.metrics->address.find(':') != std::string::npos ? "[" + o_.metrics->address + "]"
+                                                                    : o_.metrics->address,
+                 metrics_->port());
+    return 0;
+  }
+
+  // What the run itself serves: called from the endpoint's threads while the
+  // probes are attached (nothing it reads changes then).
+  output::RunMetrics run_metrics() const {
+    output::RunMetrics run{.version = BPFSCOPE_VERSION, .lost_events = lost_total()};
+    std::vector<uint64_t> v(static_cast<size_t>(ncpus_));
+    for (uint32_t i = 0; i < p_.maps.size(); ++i) {
+      uint64_t total = 0;
+      if (bpf_map_lookup_elem(map_fds_[m_.support.failed].get(), &i, v.data()) == 0)
+        for (auto x : v) total += x;
+      run.map_full.emplace_back(p_.maps[i].name, total);
+    }
+    each_probe([&](const std::string& probe, sema::ProbeKind, const char* how, uint64_t n) {
+      run.probes.emplace_back(probe, how);
+      run.probe_skipped.emplace_back(probe, n);
+    });
+    for (const auto& s : skips_) {
+      auto it = std::find_if(run.probe_skipped.begin(), run.probe_skipped.end(),
+                             [&](const auto& e) { return e.first == s.probe; });
+      if (it != run.probe_skipped.end())
+        it->second += s.counters.total();
+      else
+        run.probe_skipped.emplace_back(s.probe, s.counters.total());
+    }
+    return run;
   }
 
   void report_missed_probe(const std::string& probe, sema::ProbeKind mechanism, uint64_t n) {
@@ -979,7 +1123,10 @@ class Session {
     while (!exiting_) {
       // The watched process's mappings are gone once it exits: keep a fresh
       // copy for its user stacks (checked every 100 ms).
-      if (watch_pid > 0 && symbolizer_) symbolizer_->refresh(static_cast<uint32_t>(watch_pid));
+      if (watch_pid > 0 && symbolizer_) {
+        std::lock_guard g(symbols_lock_);
+        symbolizer_->refresh(static_cast<uint32_t>(watch_pid));
+      }
       epoll_event events[4];
       // Lost events are reported once a second while running.
       int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : watch_pid > 0 ? 100 : 1000);
@@ -1031,7 +1178,7 @@ class Session {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
-      output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, names_.get());
+      output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, shared_names_.get());
       if (graph_file_.is_open() && output::is_foldable(snap)) {
         // Drawn, not printed (unless folded text was asked for as well);
         // a recording keeps it.
@@ -1071,6 +1218,9 @@ class Session {
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<ValueNames> names_;
+  std::mutex symbols_lock_;  // the symbol caches: the event loop and the metrics endpoint both resolve
+  std::unique_ptr<SharedResolver> shared_names_;  // names_, one call at a time
+  std::unique_ptr<MetricsServer> metrics_;  // --prometheus
   std::vector<bpf::Fd> prog_fds_;
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;

@@ -1,0 +1,180 @@
+// The metrics endpoint: loading the HTTP module, and the page it serves.
+#include "runtime/metrics.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "http/http.h"
+
+namespace bpfscope::runtime {
+
+// The HTTP module: next to the binary (a build tree), or in
+// ../lib/bpfscope/ beside its bin/ (an installed bpfscope).
+struct MetricsServer::Module {
+  void* handle = nullptr;
+  void* server = nullptr;
+  bpfscope_http_port_fn port = nullptr;
+  bpfscope_http_stop_fn stop = nullptr;
+
+  ~Module() {
+    if (server) stop(server);
+    if (handle) dlclose(handle);
+  }
+
+  bool open(std::string& error) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    std::string tried;
+    for (const std::string& path : {dir + "bpfscope-http.so", dir + "../lib/bpfscope/bpfscope-http.so"}) {
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) break;
+      tried += fmt::format("\n  {}", dlerror());
+    }
+    if (!handle) {
+      error = "cannot load the HTTP module bpfscope-http.so:" + tried;
+      return false;
+    }
+    port = reinterpret_cast<bpfscope_http_port_fn>(dlsym(handle, "bpfscope_http_port"));
+    stop = reinterpret_cast<bpfscope_http_stop_fn>(dlsym(handle, "bpfscope_http_stop"));
+    if (!port || !stop || !dlsym(handle, "bpfscope_http_start")) {
+      error = "bpfscope-http.so lacks its functions";
+      return false;
+    }
+    return true;
+  }
+};
+
+namespace {
+
+using Entries = std::vector<std::pair<output::Value, output::Aggregate>>;
+
+// Counters, summaries and histograms: their served values only grow.
+bool counter_kind(output::AggKind k) {
+  using output::AggKind;
+  return k == AggKind::Count || k == AggKind::Sum || k == AggKind::Stats || k == AggKind::Hist ||
+         k == AggKind::LHist;
+}
+
+void page_callback(void* ctx, const char* accept, bpfscope_http_page* out) {
+  std::string_view type;
+  auto* body = new std::string(static_cast<MetricsServer*>(ctx)->page(accept ? accept : "", type));
+  out->body = body->data();
+  out->size = body->size();
+  out->content_type = type.data();  // a static string (metrics_content_type)
+  out->owner = body;
+}
+
+void release_callback(void*, bpfscope_http_page* page) { delete static_cast<std::string*>(page->owner); }
+
+// Adds `from` into `into`, entry by entry: one entry per key (an interval
+// tool takes the same keys every time; a keyless map has one entry).
+void add_entries(output::AggKind kind, Entries& into, const Entries& from) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < into.size(); ++i) index.emplace(output::key_text(into[i].first), i);
+  for (const auto& [key, value] : from) {
+    auto [it, added] = index.emplace(output::key_text(key), into.size());
+    if (added)
+      into.emplace_back(key, value);
+    else
+      output::merge_aggregate(kind, into[it->second].second, value);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<MetricsServer> MetricsServer::start(const MetricsOptions& options, MetricsSources sources,
+                                                    std::string& error) {
+  std::unique_ptr<MetricsServer> s(new MetricsServer());
+  s->sources_ = std::move(sources);
+  s->max_series_ = options.max_series;
+  s->base_.resize(s->sources_.maps->size());
+  s->module_ = std::make_unique<Module>();
+  if (!s->module_->open(error)) return nullptr;
+  auto start = reinterpret_cast<bpfscope_http_start_fn>(dlsym(s->module_->handle, "bpfscope_http_start"));
+  bpfscope_http_options o{.address = options.address.c_str(),
+                          .port = options.port,
+                          .token = options.token.c_str(),
+                          .ctx = s.get(),
+                          .page = &page_callback,
+                          .release = &release_callback};
+  char why[256] = "";
+  s->module_->server = start(&o, why, sizeof why);
+  if (!s->module_->server) {
+    error = why;
+    return nullptr;
+  }
+  return s;
+}
+
+MetricsServer::~MetricsServer() { module_.reset(); }
+
+uint16_t MetricsServer::port() const { return module_->port(module_->server); }
+
+std::unique_lock<std::mutex> MetricsServer::begin_take() {
+  std::unique_lock lock(take_);
+  takes_.fetch_add(1);
+  return lock;
+}
+
+void MetricsServer::taken(std::unique_lock<std::mutex>& take, int32_t map, const output::MapSnapshot& snap) {
+  add_entries(snap.kind, base_[static_cast<size_t>(map)], snap.entries);
+  takes_.fetch_add(1);
+  take.unlock();
+}
+
+bool MetricsServer::keeps(int32_t map) const {
+  return map >= 0 && counter_kind((*sources_.maps)[static_cast<size_t>(map)].agg);
+}
+
+output::MapSnapshot MetricsServer::read(size_t i) const {
+  return read_map((*sources_.maps)[i], sources_.fds[i], sources_.ncpus, sources_.resolver);
+}
+
+std::string MetricsServer::page(const std::string& accept, std::string_view& content_type) {
+  const auto format = accept.find("application/openmetrics-text") != std::string::npos
+                          ? output::MetricsFormat::OpenMetrics
+                          : output::MetricsFormat::Prometheus;
+  content_type = output::metrics_content_type(format);
+  const auto& maps = *sources_.maps;
+  std::lock_guard one(render_);
+  std::vector<output::MapSnapshot> snaps;
+  std::vector<std::vector<std::pair<output::Value, output::Aggregate>>> base;
+  // The maps are read while no take is under way, and again when one began
+  // meanwhile. After a few tries the read holds the take lock, and a take
+  // waits for it.
+  for (int attempt = 0;; ++attempt) {
+    std::unique_lock lock(take_, std::defer_lock);
+    if (attempt == 3) lock.lock();
+    const uint64_t before = takes_.load();
+    if (before % 2 == 1) {
+      std::this_thread::yield();
+      continue;
+    }
+    snaps.clear();
+    for (size_t i = 0; i < maps.size(); ++i) snaps.push_back(read(i));
+    if (!lock.owns_lock()) lock.lock();
+    if (takes_.load() == before) {
+      base = base_;
+      break;
+    }
+  }
+  for (size_t i = 0; i < maps.size(); ++i)
+    if (counter_kind(snaps[i].kind)) add_entries(snaps[i].kind, snaps[i].entries, base[i]);
+  output::RunMetrics run = sources_.run();
+  run.series_folded = folded_;
+  output::MetricsPage p = output::metrics_page(snaps, run, format, max_series_);
+  folded_ = std::move(p.series_folded);
+  return std::move(p.text);
+}
+
+}  // namespace bpfscope::runtime
