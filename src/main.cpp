@@ -38,6 +38,9 @@ constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] -e 'program' -- [args...] [--name[=value]...]   (getopt("name") options)
     bpfscope [options] TOOL [tool options]   (a packaged tool: tcplife, ...; TOOL -h for its usage)
     bpfscope tools                           (list the tools)
+    bpfscope serve --prometheus [ADDR:]PORT TOOL [TOOL OPTIONS] [TOOL ...]
+                                             (tools side by side behind one metrics endpoint;
+                                              serve -h)
     bpfscope render [options] RECORDING|FILE.folded
                                              (a -f record recording printed again, or drawn; folded
                                               stacks drawn as a flame graph; render -h)
@@ -200,37 +203,45 @@ std::optional<lang::Program> parse_script(lang::Source& source, lang::Diagnostic
   return lang::parse(source, diags);
 }
 
-int compile_and_run(Cli& cli) {
+// Compiles the program of `cli` (a script or a tool) for runtime::run, with
+// -c's child started (its pid filters the probes). Null when it cannot: `rc`
+// is then the exit status, the errors printed.
+std::unique_ptr<runtime::Compiled> compile(Cli& cli, std::optional<runtime::Child>& child, int& rc) {
+  rc = 1;
   uint64_t start = boot_ns();
   lang::Diagnostics diags;
   lang::Source source(cli.filename, cli.program);
-  auto ast = parse_script(source, diags);
+  auto parsed = parse_script(source, diags);
   // A tool's user did not write its script: errors are one line each, naming
   // the tool, with the script's location at the end.
   if (cli.debug.empty()) cli.run.tool_name = cli.tool_name;
   auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src, cli.run.tool_name)); };
-  if (!ast) {
+  if (!parsed) {
     report(source);
-    return 1;
+    return nullptr;
   }
+  auto out = std::make_unique<runtime::Compiled>();
+  out->name = cli.tool_name;
+  // Sema keeps a pointer to the AST: it stays where it is, owned with the rest.
+  out->ast = std::make_unique<lang::Program>(std::move(*parsed));
+  lang::Program* ast = out->ast.get();
   // The getopt() names of statements no value of a spliced option kept
   // (argdist's print of -C counts, when only -H is given).
   std::set<std::string> spliced_away;
   if (!lang::splice_options(*ast, cli.spliced_options, cli.spliced, diags, &spliced_away)) {
     report(ast->source);
-    return 1;
+    return nullptr;
   }
   lang::locate_arguments(*ast, cli.given);
   bool all = cli.debug.count("all") > 0;
   if (all || cli.debug.count("ast")) fmt::print("{}", lang::dump(*ast));
 
-  std::optional<runtime::Child> child;
   if (!cli.child_cmd.empty()) {
     std::string err;
     child = runtime::start_child(cli.child_cmd, err);
     if (!child) {
       fmt::print(stderr, "ERROR: -c: {}\n", err);
-      return 1;
+      return nullptr;
     }
   }
 
@@ -258,7 +269,7 @@ int compile_and_run(Cli& cli) {
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
   auto typed = sema::analyse(*ast, sopts, diags);
   report(ast->source);
-  if (!typed) return 1;
+  if (!typed) return nullptr;
   if (all || cli.debug.count("sema")) fmt::print("{}", sema::dump(*typed));
 
   ir::LowerOptions lopts;
@@ -278,7 +289,7 @@ int compile_and_run(Cli& cli) {
     auto prog = codegen::compile(f, &regalloc);
     if (!prog) {
       fmt::print(stderr, "ERROR: {}\n", prog.error());
-      return 1;
+      return nullptr;
     }
     if (all || cli.debug.count("regalloc")) fmt::print("{}", regalloc);
     if (all || cli.debug.count("bpf")) fmt::print("{}", codegen::disassemble(*prog));
@@ -298,7 +309,19 @@ int compile_and_run(Cli& cli) {
     while (bytes / 4096 < pages && bytes < (1u << 30)) bytes <<= 1;
     cli.run.ringbuf_bytes = bytes;
   }
-  return runtime::run(*typed, module, std::move(programs), cli.run, child);
+  out->program = std::move(*typed);
+  out->module = std::move(module);
+  out->programs = std::move(programs);
+  out->options = cli.run;
+  return out;
+}
+
+int compile_and_run(Cli& cli) {
+  std::optional<runtime::Child> child;
+  int rc;
+  auto c = compile(cli, child, rc);
+  if (!c) return rc;
+  return runtime::run(c->program, c->module, std::move(c->programs), c->options, child);
 }
 
 
@@ -555,6 +578,10 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   cli.run.flamegraph.kind = tool.graph.value_or(output::GraphKind::Cpu);
   cli.run.flamegraph.unit = tool.graph_unit;
   cli.run.tool_graph = tool.graph.has_value();
+  for (const auto& m : tool.metrics) {
+    cli.run.metric_names.emplace_back(m.map, m.naming);
+    if (m.served_only) cli.run.served_only.push_back(m.map);
+  }
   bool want_list = false;
   for (const auto& g : inv->globals)
     if (auto rc = apply_option(cli, option_code(g.name), g.value ? g.value->c_str() : "", want_list)) return rc;
@@ -827,6 +854,105 @@ int render(int argc, char** argv) {
   return write_picture(graph_path, output::flamegraph_svg(*folded, go).svg) ? 0 : 1;
 }
 
+constexpr const char* kServeUsage = R"(USAGE:
+    bpfscope serve --prometheus [ADDR:]PORT [--prometheus-token FILE] [--max-series N]
+                   TOOL [TOOL OPTIONS] [TOOL [TOOL OPTIONS]]...
+
+Runs packaged tools side by side in one process, behind one metrics endpoint
+on http://ADDR:PORT/metrics (ADDR defaults to 127.0.0.1), until SIGINT or
+SIGTERM. A word that names a tool starts the next tool (unless it is an
+option's value). The tools print nothing (their -o FILE excepted); errors and
+warnings go to stderr. docs/metrics.md has a systemd unit and a scrape config.
+
+EXAMPLE:
+    bpfscope serve --prometheus 9500 biolatency -D tcplife runqlat
+)";
+
+// `bpfscope serve [options] TOOL [tool options] [TOOL ...]`.
+int serve(int argc, char** argv) {
+  Cli base;
+  bool want_list = false;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") {
+      fmt::print("{}", kServeUsage);
+      return 0;
+    }
+    std::string name(a.substr(2, a.find('=') == std::string_view::npos ? std::string_view::npos : a.find('=') - 2));
+    const bool ours = a.starts_with("--") && (name == "prometheus" || name == "prometheus-token" || name == "max-series");
+    if (!ours) {
+      fmt::print(stderr, "ERROR: serve: unknown option {} (options of a tool follow its name)\n{}", a, kServeUsage);
+      return 1;
+    }
+    std::string value;
+    if (size_t eq = a.find('='); eq != std::string_view::npos) {
+      value = std::string(a.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      fmt::print(stderr, "ERROR: serve: {} needs a value\n", a);
+      return 1;
+    }
+    if (auto rc = apply_option(base, option_code(name), value.c_str(), want_list)) return *rc;
+  }
+  if (!base.run.metrics) {
+    fmt::print(stderr, "ERROR: serve needs --prometheus [ADDR:]PORT (Prometheus's exporter ports are all "
+               "allocated, so bpfscope has no default: pick one)\n{}", kServeUsage);
+    return 1;
+  }
+  if (auto rc = check_metrics_options(base)) return *rc;
+  // The tools, each with the words up to the next tool's name.
+  std::vector<std::pair<const tools::Tool*, std::vector<char*>>> groups;
+  for (; i < argc; ++i) {
+    const tools::Tool* t = tools::find(argv[i]);
+    bool value_of_option = false;
+    if (!groups.empty() && !groups.back().second.empty()) {
+      std::string_view prev = groups.back().second.back();
+      for (const auto& o : groups.back().first->options)
+        if (!o.metavar.empty() && (prev == "--" + o.name || (o.letter && prev == std::string{'-', o.letter})))
+          value_of_option = true;
+    }
+    if (t && !value_of_option) {
+      groups.push_back({t, {}});
+    } else if (groups.empty()) {
+      fmt::print(stderr, "ERROR: serve: {} is no tool; `bpfscope tools` lists them\n", argv[i]);
+      return 1;
+    } else {
+      groups.back().second.push_back(argv[i]);
+    }
+  }
+  if (groups.empty()) {
+    fmt::print(stderr, "ERROR: serve: no tool given\n{}", kServeUsage);
+    return 1;
+  }
+  std::vector<std::unique_ptr<runtime::Compiled>> runs;
+  for (auto& [tool, words] : groups) {
+    Cli cli;
+    std::vector<char*> args = {argv[0], const_cast<char*>(tool->name.c_str())};
+    args.insert(args.end(), words.begin(), words.end());
+    if (auto rc = load_tool(cli, *tool, static_cast<int>(args.size()), args.data(), 2)) return *rc;
+    if (cli.run.metrics || cli.metrics_token || cli.max_series) {
+      fmt::print(stderr, "ERROR: serve: --prometheus and its options come before the first tool\n");
+      return 1;
+    }
+    if (!cli.child_cmd.empty()) {
+      fmt::print(stderr, "ERROR: serve: {}: -c runs no command under serve (-p PID follows a process)\n",
+                 tool->name);
+      return 1;
+    }
+    // An agent: the tools print nowhere but to their -o file.
+    cli.run.quiet = true;
+    if (cli.run.output_file.empty()) cli.run.output_file = "/dev/null";
+    std::optional<runtime::Child> child;
+    int rc;
+    auto c = compile(cli, child, rc);
+    if (!c) return rc;
+    runs.push_back(std::move(c));
+  }
+  return runtime::serve(runs, *base.run.metrics);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -852,6 +978,7 @@ int main(int argc, char** argv) {
     std::string_view word = argv[tool_at];
     if (word == "tools") return list_tools();
     if (word == "render" && tool_at == 1) return render(argc - 1, argv + 1);
+    if (word == "serve" && tool_at == 1) return serve(argc - 1, argv + 1);
     if (const tools::Tool* t = tools::find(word); t && word.find('/') == std::string_view::npos) {
       tool = *t;
     } else if (std::string text; read_file(std::string(word), text) && tools::has_header(text)) {

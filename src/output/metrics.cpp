@@ -262,8 +262,10 @@ std::string family_name(std::string_view map, MetricType type) {
   return out;
 }
 
-// "bpfscope map @x (count())", "... (hist(n, 2))", "... (lhist(n, 0, 100, 10))".
+// "bpfscope map @x (count())", "... (hist(n, 2))", "... (lhist(n, 0, 100, 10))";
+// a tool's own text for its maps.
 std::string help_text(const MapSnapshot& map) {
+  if (map.metric && !map.metric->help.empty()) return map.metric->help;
   if (map.kind == AggKind::Plain) return "bpfscope map " + map.name;
   std::string agg = fmt::format("{}()", agg_name(map.kind));
   if (map.kind == AggKind::Hist && map.hist.bits > 0) agg = fmt::format("hist(n, {})", map.hist.bits);
@@ -284,9 +286,15 @@ std::vector<std::string> label_names(const MapSnapshot& map, MetricType type) {
   if (!map.keyed || map.entries.empty()) return names;
   const Value& key = map.entries.front().first;
   const size_t n = key_fields(key).size();
+  const std::vector<std::string>* tool_labels = nullptr;
+  if (map.metric)
+    for (const auto& set : map.metric->labels)
+      if (set.size() == n && !tool_labels) tool_labels = &set;
   for (size_t i = 0; i < n; ++i) {
     std::string name;
-    if (key.kind != Value::Kind::Tuple) {
+    if (tool_labels) {
+      name = sanitized((*tool_labels)[i]);
+    } else if (key.kind != Value::Kind::Tuple) {
       name = "key";
     } else if (key.names.size() == n) {
       name = sanitized(key.names[i]);
@@ -409,7 +417,8 @@ MapFamily map_family(const MapSnapshot& map, const FormatRow& format, uint64_t m
                      [](const Entry& a, const Entry& b) { return compare_keys(a.first, b.first) < 0; });
   }
 
-  Family f{.name = family_name(map.name, type), .type = type, .help = help_text(map)};
+  Family f{.name = family_name(map.metric ? "@" + map.metric->name : map.name, type), .type = type,
+           .help = help_text(map)};
   for (const auto& [key, agg] : entries) append_series(f, map, key_labels(key, names), agg, format);
   // An integer map's folded keys have no value that stands for them all.
   if (other && map.kind != AggKind::Plain) append_series(f, map, {{"other", "true"}}, *other, format);
@@ -426,11 +435,15 @@ struct RunFamily {
   void (*fill)(Family& f, const RunMetrics& run);
 };
 
-// Labelled samples, sorted by label value.
-template <typename T>
-void add_each(Family& f, std::string_view label, std::vector<std::pair<std::string, T>> values) {
-  std::stable_sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [name, v] : values) add_sample(f, {{std::string(label), utf8_text(name)}}, fmt::format("{}", v));
+// Labelled samples, sorted by label value (then tool).
+void add_each(Family& f, std::string_view label, std::vector<RunCount> values) {
+  std::stable_sort(values.begin(), values.end(),
+                   [](const auto& a, const auto& b) { return std::tie(a.name, a.tool) < std::tie(b.name, b.tool); });
+  for (const auto& v : values) {
+    Labels labels{{std::string(label), utf8_text(v.name)}};
+    if (!v.tool.empty()) labels.push_back({"tool", utf8_text(v.tool)});
+    add_sample(f, labels, fmt::format("{}", v.count));
+  }
 }
 
 constexpr std::array kRunFamilies = {
@@ -446,13 +459,22 @@ constexpr std::array kRunFamilies = {
     RunFamily{"bpfscope_probe", MetricType::Info, "An attached probe and how it is attached",
               [](Family& f, const RunMetrics& run) {
                 auto probes = run.probes;
-                std::stable_sort(probes.begin(), probes.end());
-                for (const auto& [probe, how] : probes)
-                  add_sample(f, {{"probe", utf8_text(probe)}, {"mechanism", utf8_text(how)}}, "1");
+                std::stable_sort(probes.begin(), probes.end(), [](const RunProbe& a, const RunProbe& b) {
+                  return std::tie(a.probe, a.tool) < std::tie(b.probe, b.tool);
+                });
+                for (const auto& p : probes) {
+                  Labels labels{{"probe", utf8_text(p.probe)}, {"mechanism", utf8_text(p.mechanism)}};
+                  if (!p.tool.empty()) labels.push_back({"tool", utf8_text(p.tool)});
+                  add_sample(f, labels, "1");
+                }
               }},
     RunFamily{"bpfscope_series_folded", MetricType::Counter,
               "Map keys folded into the series labelled other=\"true\", over every page served",
-              [](Family& f, const RunMetrics& run) { add_each(f, "map", run.series_folded); }},
+              [](Family& f, const RunMetrics& run) {
+                std::vector<RunCount> folded;
+                for (const auto& [map, n] : run.series_folded) folded.push_back({map, n});
+                add_each(f, "map", folded);
+              }},
 };
 
 std::vector<Family> run_families(const RunMetrics& run) {

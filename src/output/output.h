@@ -111,8 +111,20 @@ struct HistParams {
   int64_t step = 1;
 };
 
+// How a metrics page names a map, when a packaged tool's header says
+// ("// metric: @count syscount_calls(syscall | pid, comm): ..."): the family
+// bpfscope_NAME, the key fields' labels in order (the first set with as
+// many names as the key has fields; else the key's own names), and the
+// HELP text.
+struct MetricNaming {
+  std::string name;
+  std::vector<std::vector<std::string>> labels;
+  std::string help;
+};
+
 struct MapSnapshot {
   std::string name;     // "@x", "@" for the anonymous map
+  const MetricNaming* metric = nullptr;  // a tool's name for it on a metrics page
   AggKind kind = AggKind::Plain;
   bool keyed = false;   // @m[k] rather than @m
   bool value_signed = true;
@@ -567,14 +579,29 @@ MapMetrics map_metrics(const MapSnapshot& map, MetricsFormat format, uint64_t ma
 // What the run itself serves, as plain values from the session: families
 // bpfscope_build_info{version} 1, bpfscope_lost_events_total,
 // bpfscope_map_full_total{map}, bpfscope_probe_skipped_total{probe},
-// bpfscope_probe_info{probe,mechanism} 1 and
+// bpfscope_probe_info{probe,mechanism} 1 (each with tool="..." too, under
+// `serve`) and
 // bpfscope_series_folded_total{map}. A family without samples is left out.
+// A count of one map's or probe's. Under `bpfscope serve`, several tools'
+// maps and probes share a page: `tool` names the tool ("" for none) and is
+// a label of the sample.
+struct RunCount {
+  std::string name;
+  uint64_t count = 0;
+  std::string tool;
+};
+struct RunProbe {
+  std::string probe;
+  std::string mechanism;  // how it is attached ("tracepoint", "fentry")
+  std::string tool;
+};
+
 struct RunMetrics {
   std::string version;                                          // the build's version
   uint64_t lost_events = 0;                                     // events the ring buffer had no room for
-  std::vector<std::pair<std::string, uint64_t>> map_full;       // map ("@m"), updates refused as it was full
-  std::vector<std::pair<std::string, uint64_t>> probe_skipped;  // probe, firings its program did not run for
-  std::vector<std::pair<std::string, std::string>> probes;      // probe, how it is attached ("tracepoint", "fentry")
+  std::vector<RunCount> map_full;                               // map ("@m"), updates refused as it was full
+  std::vector<RunCount> probe_skipped;                          // probe, firings its program did not run for
+  std::vector<RunProbe> probes;
   std::vector<std::pair<std::string, uint64_t>> series_folded;  // map, keys folded so far
 };
 

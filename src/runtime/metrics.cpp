@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -18,7 +19,7 @@ namespace bpfscope::runtime {
 
 // The HTTP module: next to the binary (a build tree), or in
 // ../lib/bpfscope/ beside its bin/ (an installed bpfscope).
-struct MetricsServer::Module {
+struct MetricsEndpoint::Module {
   void* handle = nullptr;
   void* server = nullptr;
   bpfscope_http_port_fn port = nullptr;
@@ -67,7 +68,7 @@ bool counter_kind(output::AggKind k) {
 
 void page_callback(void* ctx, const char* accept, bpfscope_http_page* out) {
   std::string_view type;
-  auto* body = new std::string(static_cast<MetricsServer*>(ctx)->page(accept ? accept : "", type));
+  auto* body = new std::string(static_cast<MetricsEndpoint*>(ctx)->page(accept ? accept : "", type));
   out->body = body->data();
   out->size = body->size();
   out->content_type = type.data();  // a static string (metrics_content_type)
@@ -92,12 +93,9 @@ void add_entries(output::AggKind kind, Entries& into, const Entries& from) {
 
 }  // namespace
 
-std::unique_ptr<MetricsServer> MetricsServer::start(const MetricsOptions& options, MetricsSources sources,
-                                                    std::string& error) {
-  std::unique_ptr<MetricsServer> s(new MetricsServer());
-  s->sources_ = std::move(sources);
+std::unique_ptr<MetricsEndpoint> MetricsEndpoint::start(const MetricsOptions& options, std::string& error) {
+  std::unique_ptr<MetricsEndpoint> s(new MetricsEndpoint());
   s->max_series_ = options.max_series;
-  s->base_.resize(s->sources_.maps->size());
   s->module_ = std::make_unique<Module>();
   if (!s->module_->open(error)) return nullptr;
   auto start = reinterpret_cast<bpfscope_http_start_fn>(dlsym(s->module_->handle, "bpfscope_http_start"));
@@ -116,37 +114,79 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const MetricsOptions& option
   return s;
 }
 
-MetricsServer::~MetricsServer() { module_.reset(); }
+MetricsEndpoint::~MetricsEndpoint() { module_.reset(); }
 
-uint16_t MetricsServer::port() const { return module_->port(module_->server); }
+uint16_t MetricsEndpoint::port() const { return module_->port(module_->server); }
 
-std::unique_lock<std::mutex> MetricsServer::begin_take() {
+void MetricsEndpoint::announce(const MetricsOptions& options) const {
+  const bool v6 = options.address.find(':') != std::string::npos;
+  fmt::print(stderr, "Serving metrics on http://{}{}{}:{}/metrics\n", v6 ? "[" : "", options.address, v6 ? "]" : "",
+             port());
+}
+
+void MetricsEndpoint::add(MetricsSource* source) {
+  std::lock_guard lock(page_);
+  sources_.push_back(source);
+}
+
+void MetricsEndpoint::remove(MetricsSource* source) {
+  std::lock_guard lock(page_);
+  std::erase(sources_, source);
+}
+
+std::string MetricsEndpoint::page(const std::string& accept, std::string_view& content_type) {
+  const auto format = accept.find("application/openmetrics-text") != std::string::npos
+                          ? output::MetricsFormat::OpenMetrics
+                          : output::MetricsFormat::Prometheus;
+  content_type = output::metrics_content_type(format);
+  std::lock_guard one(page_);
+  std::vector<output::MapSnapshot> maps;
+  output::RunMetrics run{.version = BPFSCOPE_VERSION};
+  for (MetricsSource* source : sources_) source->collect(maps, run);
+  run.series_folded = folded_;
+  output::MetricsPage p = output::metrics_page(maps, run, format, max_series_);
+  folded_ = std::move(p.series_folded);
+  return std::move(p.text);
+}
+
+MetricsSource::MetricsSource(const std::vector<sema::MapInfo>& maps, std::vector<int> fds,
+                             std::vector<const output::MetricNaming*> names, int ncpus, const Resolver* resolver,
+                             std::function<output::RunMetrics()> run)
+    : maps_(maps),
+      fds_(std::move(fds)),
+      names_(std::move(names)),
+      ncpus_(ncpus),
+      resolver_(resolver),
+      run_(std::move(run)),
+      base_(maps.size()) {
+  only_named_ = std::any_of(names_.begin(), names_.end(), [](const auto* n) { return n != nullptr; });
+}
+
+bool MetricsSource::served(size_t i) const { return !only_named_ || names_[i]; }
+
+std::unique_lock<std::mutex> MetricsSource::begin_take() {
   std::unique_lock lock(take_);
   takes_.fetch_add(1);
   return lock;
 }
 
-void MetricsServer::taken(std::unique_lock<std::mutex>& take, int32_t map, const output::MapSnapshot& snap) {
+void MetricsSource::taken(std::unique_lock<std::mutex>& take, int32_t map, const output::MapSnapshot& snap) {
   add_entries(snap.kind, base_[static_cast<size_t>(map)], snap.entries);
   takes_.fetch_add(1);
   take.unlock();
 }
 
-bool MetricsServer::keeps(int32_t map) const {
-  return map >= 0 && counter_kind((*sources_.maps)[static_cast<size_t>(map)].agg);
+bool MetricsSource::keeps(int32_t map) const {
+  return map >= 0 && served(static_cast<size_t>(map)) && counter_kind(maps_[static_cast<size_t>(map)].agg);
 }
 
-output::MapSnapshot MetricsServer::read(size_t i) const {
-  return read_map((*sources_.maps)[i], sources_.fds[i], sources_.ncpus, sources_.resolver);
+output::MapSnapshot MetricsSource::read(size_t i) const {
+  output::MapSnapshot snap = read_map(maps_[i], fds_[i], ncpus_, resolver_);
+  snap.metric = names_[i];
+  return snap;
 }
 
-std::string MetricsServer::page(const std::string& accept, std::string_view& content_type) {
-  const auto format = accept.find("application/openmetrics-text") != std::string::npos
-                          ? output::MetricsFormat::OpenMetrics
-                          : output::MetricsFormat::Prometheus;
-  content_type = output::metrics_content_type(format);
-  const auto& maps = *sources_.maps;
-  std::lock_guard one(render_);
+void MetricsSource::collect(std::vector<output::MapSnapshot>& maps, output::RunMetrics& run) {
   std::vector<output::MapSnapshot> snaps;
   std::vector<std::vector<std::pair<output::Value, output::Aggregate>>> base;
   // The maps are read while no take is under way, and again when one began
@@ -161,20 +201,25 @@ std::string MetricsServer::page(const std::string& accept, std::string_view& con
       continue;
     }
     snaps.clear();
-    for (size_t i = 0; i < maps.size(); ++i) snaps.push_back(read(i));
+    for (size_t i = 0; i < maps_.size(); ++i) snaps.push_back(served(i) ? read(i) : output::MapSnapshot{});
     if (!lock.owns_lock()) lock.lock();
     if (takes_.load() == before) {
       base = base_;
       break;
     }
   }
-  for (size_t i = 0; i < maps.size(); ++i)
+  for (size_t i = 0; i < snaps.size(); ++i) {
+    if (!served(i)) continue;
     if (counter_kind(snaps[i].kind)) add_entries(snaps[i].kind, snaps[i].entries, base[i]);
-  output::RunMetrics run = sources_.run();
-  run.series_folded = folded_;
-  output::MetricsPage p = output::metrics_page(snaps, run, format, max_series_);
-  folded_ = std::move(p.series_folded);
-  return std::move(p.text);
+    maps.push_back(std::move(snaps[i]));
+  }
+  // Each session's counters: totals add up, probes and maps are listed.
+  output::RunMetrics mine = run_();
+  run.lost_events += mine.lost_events;
+  const auto append = [](auto& into, const auto& from) { into.insert(into.end(), from.begin(), from.end()); };
+  append(run.map_full, mine.map_full);
+  append(run.probe_skipped, mine.probe_skipped);
+  append(run.probes, mine.probes);
 }
 
 }  // namespace bpfscope::runtime

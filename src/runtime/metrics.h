@@ -1,9 +1,9 @@
-// The metrics endpoint (--prometheus, issue 19, docs/metrics.md): serves a
-// session's maps, read from the kernel at scrape time, and the run's own
-// counters on /metrics, beside the session's printing. The HTTP server runs
-// in threads of its own (src/http/, loaded when needed); the event loop
-// never waits for a scrape, except for a take (below) that meets one.
-// Internal to the runtime.
+// The metrics endpoint (--prometheus, `bpfscope serve`; issue 19,
+// docs/metrics.md): serves the maps of one or more sessions, read from the
+// kernel at scrape time, and their runs' own counters on /metrics, beside
+// the sessions' printing. The HTTP server runs in threads of its own
+// (src/http/, loaded when needed); an event loop never waits for a scrape,
+// except for a take (below) that meets one. Internal to the runtime.
 #pragma once
 
 #include <atomic>
@@ -21,23 +21,14 @@
 
 namespace bpfscope::runtime {
 
-// What a page serves: the script's maps and the run's own counters.
-struct MetricsSources {
-  const std::vector<sema::MapInfo>* maps = nullptr;
-  std::vector<int> fds;  // per map
-  int ncpus = 1;
-  const Resolver* resolver = nullptr;  // must be safe to call from any thread
-  std::function<output::RunMetrics()> run;  // called under the page lock, from a server thread
-};
-
-class MetricsServer {
+// One session's part of a page: its maps and its run's own counters.
+class MetricsSource {
  public:
-  // Loads the HTTP module and listens; null and `error` when it cannot.
-  static std::unique_ptr<MetricsServer> start(const MetricsOptions& options, MetricsSources sources,
-                                              std::string& error);
-  ~MetricsServer();  // stops serving (a scrape under way finishes first)
-
-  uint16_t port() const;
+  // `names`: a tool's name for each map, or null; when a tool names any, only
+  // the maps it names are served (the others are its working state).
+  MetricsSource(const std::vector<sema::MapInfo>& maps, std::vector<int> fds,
+                std::vector<const output::MetricNaming*> names, int ncpus, const Resolver* resolver,
+                std::function<output::RunMetrics()> run);
 
   // Counters stay monotonic across clear(), zero() and print-then-clear:
   // the session takes a map's entries (Read::Take, or a read before it
@@ -51,19 +42,50 @@ class MetricsServer {
   // as counters), rather than just clear it.
   bool keeps(int32_t map) const;
 
+  // Appends the maps as served now (with what takes took) and the run's
+  // counters. Called from the endpoint's threads, one page at a time.
+  void collect(std::vector<output::MapSnapshot>& maps, output::RunMetrics& run);
+
+ private:
+  output::MapSnapshot read(size_t i) const;
+  bool served(size_t i) const;
+
+  const std::vector<sema::MapInfo>& maps_;
+  std::vector<int> fds_;
+  std::vector<const output::MetricNaming*> names_;  // a tool's name for each map, or null
+  bool only_named_ = false;
+  int ncpus_;
+  const Resolver* resolver_;  // safe to call from any thread
+  std::function<output::RunMetrics()> run_;
+  std::mutex take_;  // held by a take; guards base_
+  std::atomic<uint64_t> takes_{0};  // odd while a take is under way
+  std::vector<std::vector<std::pair<output::Value, output::Aggregate>>> base_;  // per map: what takes took
+};
+
+// The HTTP endpoint, serving the sources added to it.
+class MetricsEndpoint {
+ public:
+  // Loads the HTTP module and listens; null and `error` when it cannot.
+  static std::unique_ptr<MetricsEndpoint> start(const MetricsOptions& options, std::string& error);
+  ~MetricsEndpoint();  // stops serving (a scrape under way finishes first)
+
+  uint16_t port() const;
+  // Says where it serves, on stderr.
+  void announce(const MetricsOptions& options) const;
+
+  // A session's source is served from add() until remove().
+  void add(MetricsSource* source);
+  void remove(MetricsSource* source);
+
   // The page for an Accept header, and its content type.
   std::string page(const std::string& accept, std::string_view& content_type);
 
  private:
-  MetricsServer() = default;
-  output::MapSnapshot read(size_t i) const;
+  MetricsEndpoint() = default;
 
-  MetricsSources sources_;
   uint64_t max_series_ = output::kMetricsMaxSeries;
-  std::mutex render_;  // one page at a time; guards folded_
-  std::mutex take_;    // held by a take; guards base_
-  std::atomic<uint64_t> takes_{0};  // odd while a take is under way
-  std::vector<std::vector<std::pair<output::Value, output::Aggregate>>> base_;  // per map: what takes took
+  std::mutex page_;  // one page at a time; guards sources_ and folded_
+  std::vector<MetricsSource*> sources_;
   std::vector<std::pair<std::string, uint64_t>> folded_;  // keys folded into other="true" so far
   struct Module;
   std::unique_ptr<Module> module_;

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bpf/codegen/codegen.h"
 #include "ir/ir.h"
+#include "lang/ast.h"
 #include "lang/source.h"
 #include "output/output.h"
 #include "sema/sema.h"
@@ -25,6 +27,8 @@ inline constexpr uint32_t kQuietRingbuf = 256u << 10;
 // they count in RSS from the start). A connection storm can still outrun it:
 // the loss is reported, and BPFTRACE_PERF_RB_PAGES sets a larger buffer.
 inline constexpr uint32_t kToolRingbuf = 1u << 20;
+
+class MetricsEndpoint;
 
 // --prometheus [ADDR:]PORT: the maps served as metrics (docs/metrics.md).
 struct MetricsOptions {
@@ -78,6 +82,14 @@ struct Options {
   uint32_t ringbuf_bytes = 0;
   uint32_t max_cat_bytes = 10240;  // cat(): bytes printed of each file (BPFTRACE_MAX_CAT_BYTES)
   std::optional<MetricsOptions> metrics;  // --prometheus
+  // `bpfscope serve`: the endpoint every session of the process adds its
+  // maps to (metrics is then unset), and the event that stops them all.
+  MetricsEndpoint* endpoint = nullptr;
+  int stop_fd = -1;
+  // A tool's names for its maps on the metrics page (its "// metric:"
+  // lines), and its maps that are served only, never printed.
+  std::vector<std::pair<std::string, output::MetricNaming>> metric_names;
+  std::vector<std::string> served_only;
   int child_pid = -1;        // -c: the child, held until attach (see Child)
   int target_pid = -1;       // -p
 };
@@ -99,5 +111,21 @@ std::optional<Child> start_child(const std::string& command, std::string& error)
 // code, 0 on a signal or when the target ends, 255 on load or attach errors.
 int run(const sema::TypedProgram& program, const ir::Module& module, std::vector<codegen::Program> programs,
         const Options& options, std::optional<Child> child);
+
+// A program compiled for `bpfscope serve`, with its options.
+struct Compiled {
+  std::string name;  // the tool's
+  std::unique_ptr<lang::Program> ast;  // the program refers to it
+  sema::TypedProgram program;
+  ir::Module module;
+  std::vector<codegen::Program> programs;
+  Options options;
+};
+
+// `bpfscope serve`: runs the programs side by side in this process, each on
+// a thread of its own with its output to its -o file or nowhere, behind one
+// metrics endpoint, until SIGINT or SIGTERM (or until every one has ended).
+// Returns the exit status.
+int serve(std::vector<std::unique_ptr<Compiled>>& runs, const MetricsOptions& metrics);
 
 }  // namespace bpfscope::runtime

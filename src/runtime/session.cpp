@@ -325,7 +325,8 @@ class Session {
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
     sigprocmask(SIG_BLOCK, &mask, nullptr);
-    sigfd_ = bpf::Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    // Under `serve`, the server's stop event ends every session instead.
+    if (o_.stop_fd < 0) sigfd_ = bpf::Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
 
     uint32_t attach_count = 0;
     for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
@@ -340,7 +341,7 @@ class Session {
         links_.clear();
         return rc;
       }
-      if (o_.metrics) {
+      if (o_.metrics || o_.endpoint) {
         if (int rc = start_metrics(); rc) {
           links_.clear();
           return rc;
@@ -359,7 +360,7 @@ class Session {
       }
       loop(child ? child->pid : o_.target_pid);
     }
-    metrics_.reset();  // before the probes stop: their counters are read no more
+    stop_metrics();  // before the probes stop: their counters are read no more
     detach();
     // What the probes sent before they stopped: dropped after an exit() (as
     // bpftrace drops records that follow it), printed after a signal.
@@ -1041,46 +1042,62 @@ class Session {
                     "docs/accuracy.md says when");
   }
 
-  // --prometheus: serves the maps and the run's counters from here on.
+  // --prometheus (or `serve`'s shared endpoint): serves the maps and the
+  // run's counters from here on.
   int start_metrics() {
-    MetricsSources sources{.maps = &p_.maps, .ncpus = ncpus_, .resolver = shared_names_.get()};
-    for (size_t i = 0; i < p_.maps.size(); ++i) sources.fds.push_back(map_fds_[i].get());
-    sources.run = [this] { return run_metrics(); };
-    std::string error;
-    metrics_ = MetricsServer::start(*o_.metrics, std::move(sources), error);
-    if (!metrics_) {
-      fmt::print(stderr, "ERROR: --prometheus: {}\n", error);
-      return 1;
+    std::vector<int> fds;
+    std::vector<const output::MetricNaming*> names;
+    for (size_t i = 0; i < p_.maps.size(); ++i) {
+      fds.push_back(map_fds_[i].get());
+      const auto named = std::find_if(o_.metric_names.begin(), o_.metric_names.end(),
+                                      [&](const auto& n) { return n.first == p_.maps[i].name; });
+      names.push_back(named == o_.metric_names.end() ? nullptr : &named->second);
     }
-    fmt::print(stderr, "Serving metrics on http://{}:{}/metrics\n",
-                 o_.metrics->address.find(':') != std::string::npos ? "[" + o_.metrics->address + "]"
-                                                                    : o_.metrics->address,
-                 metrics_->port());
+    metrics_ = std::make_unique<MetricsSource>(p_.maps, std::move(fds), std::move(names), ncpus_,
+                                               shared_names_.get(), [this] { return run_metrics(); });
+    serving_ = o_.endpoint;
+    if (!serving_) {
+      std::string error;
+      own_endpoint_ = MetricsEndpoint::start(*o_.metrics, error);
+      if (!own_endpoint_) {
+        fmt::print(stderr, "ERROR: --prometheus: {}\n", error);
+        return 1;
+      }
+      own_endpoint_->announce(*o_.metrics);
+      serving_ = own_endpoint_.get();
+    }
+    serving_->add(metrics_.get());
     return 0;
+  }
+
+  void stop_metrics() {
+    if (serving_) serving_->remove(metrics_.get());
+    serving_ = nullptr;
+    own_endpoint_.reset();
   }
 
   // What the run itself serves: called from the endpoint's threads while the
   // probes are attached (nothing it reads changes then).
   output::RunMetrics run_metrics() const {
-    output::RunMetrics run{.version = BPFSCOPE_VERSION, .lost_events = lost_total()};
+    output::RunMetrics run{.lost_events = lost_total()};
     std::vector<uint64_t> v(static_cast<size_t>(ncpus_));
     for (uint32_t i = 0; i < p_.maps.size(); ++i) {
       uint64_t total = 0;
       if (bpf_map_lookup_elem(map_fds_[m_.support.failed].get(), &i, v.data()) == 0)
         for (auto x : v) total += x;
-      run.map_full.emplace_back(p_.maps[i].name, total);
+      run.map_full.push_back({p_.maps[i].name, total, o_.tool_name});
     }
     each_probe([&](const std::string& probe, sema::ProbeKind, const char* how, uint64_t n) {
-      run.probes.emplace_back(probe, how);
-      run.probe_skipped.emplace_back(probe, n);
+      run.probes.push_back({probe, how, o_.tool_name});
+      run.probe_skipped.push_back({probe, n, o_.tool_name});
     });
     for (const auto& s : skips_) {
       auto it = std::find_if(run.probe_skipped.begin(), run.probe_skipped.end(),
-                             [&](const auto& e) { return e.first == s.probe; });
+                             [&](const auto& e) { return e.name == s.probe; });
       if (it != run.probe_skipped.end())
-        it->second += s.counters.total();
+        it->count += s.counters.total();
       else
-        run.probe_skipped.emplace_back(s.probe, s.counters.total());
+        run.probe_skipped.push_back({s.probe, s.counters.total(), o_.tool_name});
     }
     return run;
   }
@@ -1107,7 +1124,7 @@ class Session {
     ev.data.u32 = 0;
     epoll_ctl(ep.get(), EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb_), &ev);
     ev.data.u32 = 1;
-    epoll_ctl(ep.get(), EPOLL_CTL_ADD, sigfd_.get(), &ev);
+    epoll_ctl(ep.get(), EPOLL_CTL_ADD, o_.stop_fd >= 0 ? o_.stop_fd : sigfd_.get(), &ev);
     bpf::Fd pidfd;
     if (watch_pid > 0) {
       pidfd = bpf::Fd(static_cast<int>(syscall(SYS_pidfd_open, watch_pid, 0)));
@@ -1134,7 +1151,8 @@ class Session {
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == 1) {
           signalfd_siginfo si;
-          while (read(sigfd_.get(), &si, sizeof si) == sizeof si) exiting_ = true;
+          while (sigfd_ && read(sigfd_.get(), &si, sizeof si) == sizeof si) exiting_ = true;
+          if (o_.stop_fd >= 0) exiting_ = true;  // left set, for the other sessions
         } else if (events[k].data.u32 == 2) {
           if (watch_pid == child_pid_) {
             int status;
@@ -1178,6 +1196,7 @@ class Session {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
+      if (std::find(o_.served_only.begin(), o_.served_only.end(), p_.maps[i].name) != o_.served_only.end()) continue;
       output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, shared_names_.get());
       if (graph_file_.is_open() && output::is_foldable(snap)) {
         // Drawn, not printed (unless folded text was asked for as well);
@@ -1220,7 +1239,9 @@ class Session {
   std::unique_ptr<ValueNames> names_;
   std::mutex symbols_lock_;  // the symbol caches: the event loop and the metrics endpoint both resolve
   std::unique_ptr<SharedResolver> shared_names_;  // names_, one call at a time
-  std::unique_ptr<MetricsServer> metrics_;  // --prometheus
+  std::unique_ptr<MetricsSource> metrics_;  // --prometheus: the maps served
+  std::unique_ptr<MetricsEndpoint> own_endpoint_;  // --prometheus's endpoint (not `serve`'s)
+  MetricsEndpoint* serving_ = nullptr;  // the endpoint serving metrics_
   std::vector<bpf::Fd> prog_fds_;
   std::vector<std::vector<bpf::Fd>> target_fds_;  // per program: one fd per target (tp_btf), or none
   std::vector<bpf::Link> links_;

@@ -367,7 +367,20 @@ std::string usage(const Tool& tool) {
   if (tool.percentiles)
     s += "\n" + wrap("Each histogram is followed by its estimated p50, p90, p99 and p99.9, interpolated within "
                      "the buckets (in JSON, the hist message's \"percentiles\").", 78);
-  s += "\nbpfscope options also apply: -o FILE, -f json, -q, -v, --dry-run, -c CMD, -k\n"
+  if (!tool.metrics.empty()) {
+    s += "\nMETRICS (--prometheus [ADDR:]PORT serves them on /metrics):\n";
+    for (const auto& m : tool.metrics) {
+      std::string labels;
+      for (const auto& set : m.naming.labels) {
+        labels += labels.empty() ? "" : " or ";
+        for (size_t i = 0; i < set.size(); ++i) labels += (i ? ", " : "") + set[i];
+      }
+      s += fmt::format("  bpfscope_{}{}: {}\n", m.naming.name, labels.empty() ? "" : " by " + labels,
+                       m.naming.help);
+    }
+  }
+  s += "\nbpfscope options also apply: -o FILE, -f json, -q, -v, --dry-run, -c CMD, -k,\n"
+       "--prometheus [ADDR:]PORT, --prometheus-token FILE, --max-series N\n"
        "(their long forms --output, --format, --quiet, --verbose, --cmd where the tool uses the letter).\n";
   return s;
 }

@@ -191,6 +191,49 @@ bool has_header(std::string_view source) {
   return false;
 }
 
+// "@MAP NAME[(LABEL, ... [| LABEL, ...])] [served-only]: HELP" (ToolMetric).
+std::string parse_metric(std::string_view value, ToolMetric& m) {
+  const size_t colon = value.find(':');
+  if (colon == std::string_view::npos) return "metric: @MAP NAME[(LABEL, ...)] [served-only]: HELP";
+  m.naming.help = std::string(trim(value.substr(colon + 1)));
+  std::string_view rest = trim(value.substr(0, colon));
+  m.map = std::string(next_word(rest));
+  if (!m.map.starts_with('@')) return "metric: the map comes first (@usecs)";
+  rest = trim(rest);
+  const size_t open = rest.find('(');
+  const size_t name_end = std::min(open, rest.find(' '));
+  m.naming.name = std::string(rest.substr(0, name_end));
+  if (m.naming.name.empty() || m.naming.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+                                   std::string::npos)
+    return "metric: its name is lower case letters, digits and _ (biolatency_usecs)";
+  rest = name_end == std::string_view::npos ? std::string_view() : rest.substr(name_end);
+  if (rest.starts_with('(')) {
+    const size_t close = rest.find(')');
+    if (close == std::string_view::npos) return "metric: labels end with )";
+    std::string_view sets = rest.substr(1, close - 1);
+    while (!sets.empty()) {
+      const size_t bar = sets.find('|');
+      std::string_view labels = sets.substr(0, bar);
+      sets = bar == std::string_view::npos ? std::string_view() : sets.substr(bar + 1);
+      auto& set = m.naming.labels.emplace_back();
+      while (!labels.empty()) {
+        const size_t comma = labels.find(',');
+        set.emplace_back(trim(labels.substr(0, comma)));
+        if (set.back().empty()) return "metric: an empty label name";
+        labels = comma == std::string_view::npos ? std::string_view() : labels.substr(comma + 1);
+      }
+    }
+    rest = rest.substr(close + 1);
+  }
+  rest = trim(rest);
+  if (rest == "served-only") {
+    m.served_only = true;
+  } else if (!rest.empty()) {
+    return fmt::format("metric: unknown word \"{}\" (served-only?)", rest);
+  }
+  return "";
+}
+
 std::optional<Tool> parse(std::string source, std::string path, std::string& error) {
   Tool t;
   size_t pos = 0;
@@ -236,6 +279,12 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
     } else if (key == "percentiles") {
       if (value != "yes" && value != "no") return fail("percentiles: yes or no");
       t.percentiles = value == "yes";
+    } else if (key == "metric") {
+      ToolMetric m;
+      if (auto err = parse_metric(value, m); !err.empty()) return fail(err);
+      for (const auto& other : t.metrics)
+        if (other.map == m.map) return fail(fmt::format("metric: {} declared twice", m.map));
+      t.metrics.push_back(std::move(m));
     } else if (key == "flamegraph") {
       std::string_view rest = value;
       std::string_view kind = next_word(rest);

@@ -68,6 +68,15 @@ struct ArgSpec {
   std::string help;
 };
 
+// "// metric: @MAP NAME[(LABEL, ...)] [served-only]: HELP": how --prometheus
+// serves map @MAP (output::MetricNaming). A served-only map is never
+// printed: a tool that prints a line per event counts its events there.
+struct ToolMetric {
+  std::string map;  // "@usecs"
+  output::MetricNaming naming;
+  bool served_only = false;
+};
+
 struct Tool {
   std::string name;
   std::string about;  // one line
@@ -81,6 +90,7 @@ struct Tool {
   // layout, and the unit of its counts ("us").
   std::optional<output::GraphKind> graph;  // none: no header (a script's default graph)
   std::string graph_unit;
+  std::vector<ToolMetric> metrics;
   std::string source;                 // the whole file
   std::string path;                   // "tools/tcplife.bt" or the file run directly
 };
