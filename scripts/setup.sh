@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-  g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libcpp-httplib-dev >/dev/null
+  g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBPFSCOPE_TESTS=OFF >/dev/null
 ninja -C build bpfscope
 ./build/bpfscope -e 'BEGIN { printf("bpfscope works: hello from BPF\n"); exit(); }'

@@ -32,7 +32,7 @@ report() {
 }
 trap report EXIT
 
-if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libcpp-httplib-dev libgtest-dev cmake ninja-build pkg-config g++ \
+if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libgtest-dev cmake ninja-build pkg-config g++ \
       bpftrace python3 chromium python3-pyte linux-perf prometheus >/dev/null 2>&1; then
   apt-get update -qq
   # bpftrace is the comparison oracle of the benchmarks; the traffic tools
@@ -44,7 +44,7 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libcpp-httplib-dev libg
   # the tests read (tests/output/metrics_test.cpp, tests/runtime/tools/metricsrun.py), and
   # the server that scrapes two bpfscope endpoints in tests/runtime/tools/test_prometheus.py.
   apt-get install -y -qq --no-install-recommends \
-    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libcpp-httplib-dev \
+    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
     libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
     prometheus >/dev/null
 fi

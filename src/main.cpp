@@ -941,9 +941,13 @@ int serve(int argc, char** argv) {
                  tool->name);
       return 1;
     }
-    // An agent: the tools print nowhere but to their -o file.
+    // An agent: the tools print nowhere but to their -o file, and their
+    // event buffers are the small ones (a loss is still counted and served).
     cli.run.quiet = true;
-    if (cli.run.output_file.empty()) cli.run.output_file = "/dev/null";
+    if (cli.run.output_file.empty()) {
+      cli.run.output_file = "/dev/null";
+      cli.run.ringbuf_bytes = runtime::kQuietRingbuf;
+    }
     std::optional<runtime::Child> child;
     int rc;
     auto c = compile(cli, child, rc);
