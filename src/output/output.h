@@ -101,7 +101,11 @@ struct Aggregate {
   Value value;           // Plain, Count, Sum, Min, Max: the value (Int or UInt)
   int64_t count = 0;     // Avg, Stats
   int64_t total = 0;     // Avg, Stats
+  // Stats: the smallest and largest value recorded (Int or UInt), Kind::None
+  // when none was. Only metrics serve them: bpftrace's stats() prints none.
+  Value min, max;
   std::vector<uint64_t> buckets;  // Hist, LHist: the bucket counts by index
+  int64_t sum = 0;       // Hist, LHist: the sum of the values recorded (metrics' _sum; print() shows none)
 };
 
 struct HistParams {
@@ -121,8 +125,9 @@ struct MapSnapshot {
 };
 
 // Adds `from` into `into`, two entries of a `kind` map taken as one: counts,
-// sums, averages' counts and totals and histogram buckets add up, min() and
-// max() keep the smaller or larger value, a plain map keeps `into`'s value.
+// sums, averages' counts and totals, histogram buckets and sums add up,
+// min() and max() (and a stats() entry's min and max) keep the smaller or
+// larger value, a plain map keeps `into`'s value.
 // (Two kernel stacks that print alike; the keys a metrics page folds into one.)
 void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from);
 
