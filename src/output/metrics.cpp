@@ -387,7 +387,8 @@ void append_series(Family& f, const MapSnapshot& map, const Labels& labels, cons
       for (size_t i = n; i < a.buckets.size(); ++i) cumulative += a.buckets[i];
       const Label inf{"le", "+Inf"};
       append_sample(f.samples, bucket, labels, &inf, fmt::format("{}", cumulative));
-      append_sample(f.samples, f.name + "_sum", labels, nullptr, number_text(stat_number(a.sum, map.value_signed), format));
+      append_sample(f.samples, f.name + "_sum", labels, nullptr,
+                    number_text(stat_number(a.sum, map.value_signed), format));
       append_sample(f.samples, f.name + "_count", labels, nullptr, fmt::format("{}", cumulative));
       return;
     }

@@ -415,7 +415,8 @@ bpfscope_usecs_count 8
   EXPECT_NE(open.find("bpfscope_usecs_bucket{le=\"524287.0\"} 7\nbpfscope_usecs_bucket{le=\"1.048575e+06\"} 7\n"),
             std::string::npos);
   EXPECT_TRUE(open.ends_with("bpfscope_usecs_bucket{le=\"9.223372036854776e+18\"} 8\n"
-                             "bpfscope_usecs_bucket{le=\"+Inf\"} 8\nbpfscope_usecs_sum 1500006\nbpfscope_usecs_count 8\n"));
+                             "bpfscope_usecs_bucket{le=\"+Inf\"} 8\n"
+                             "bpfscope_usecs_sum 1500006\nbpfscope_usecs_count 8\n"));
   EXPECT_EQ(count_of(open, "\n") + 1, count_of(text_of(m), "\n"));
   // Unsigned values: an unsigned sum.
   const std::string u = text_of(scalar("@usecs", AggKind::Hist, buckets({0, 0, 1}, -1), false));
@@ -516,9 +517,10 @@ bpfscope_bytes_sum 0
 bpfscope_bytes_count 4
 )txt");
   // OpenMetrics: no negative buckets.
-  EXPECT_TRUE(open_of(big).starts_with("# TYPE bpfscope_bytes histogram\n"
-                                       "# HELP bpfscope_bytes bpfscope map @bytes (lhist(n, -1000000, 2000000, 1000000))\n"
-                                       "bpfscope_bytes_bucket{le=\"999999.0\"} 2\n"));
+  EXPECT_TRUE(open_of(big).starts_with(
+      "# TYPE bpfscope_bytes histogram\n"
+      "# HELP bpfscope_bytes bpfscope map @bytes (lhist(n, -1000000, 2000000, 1000000))\n"
+      "bpfscope_bytes_bucket{le=\"999999.0\"} 2\n"));
 }
 
 // ---- stacks and strange bytes ----
