@@ -114,9 +114,7 @@ Val Lowerer::aggregate_read(ExprId id, VregId key) {
         b_.set_block(first);
         b_.branch_imm(ir::Cond::Eq, seen, 0, take, check);
         b_.set_block(check);
-        ir::Cond better = m.agg == output::AggKind::Min ? (s ? ir::Cond::SLt : ir::Cond::Lt)
-                                                        : (s ? ir::Cond::SGt : ir::Cond::Gt);
-        b_.branch(better, v, acc, take, next);
+        b_.branch(extreme_cond(m.agg, s), v, acc, take, next);
         b_.set_block(take);
         b_.mov_to(acc, v);
         b_.imm_to(seen, 1);
@@ -197,10 +195,26 @@ void Lowerer::aggregate(ExprId target, ExprId call_id) {
     case output::AggKind::Count: b_.atomic_add(ptr, 0, b_.imm(1)); break;
     case output::AggKind::Sum: b_.atomic_add(ptr, 0, v); break;
     case output::AggKind::Avg:
-    case output::AggKind::Stats:
       b_.atomic_add(ptr, 0, b_.imm(1));
       b_.atomic_add(ptr, 8, v);
       break;
+    case output::AggKind::Stats: {
+      // {count, total, min, max}: this CPU's first value (count was 0)
+      // sets min and max, later ones compare, as min() and max() do.
+      VregId before = b_.load(8, ptr, 0);
+      b_.atomic_add(ptr, 0, b_.imm(1));
+      b_.atomic_add(ptr, 8, v);
+      BlockId first = b_.new_block(), later = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, before, 0, first, later);
+      b_.set_block(first);
+      b_.store(8, ptr, 16, v);
+      b_.store(8, ptr, 24, v);
+      b_.jump(join);
+      b_.set_block(later);
+      keep_extreme(ptr, 16, v, extreme_cond(output::AggKind::Min, m.value.is_signed));
+      keep_extreme(ptr, 24, v, extreme_cond(output::AggKind::Max, m.value.is_signed));
+      break;
+    }
     case output::AggKind::Min:
     case output::AggKind::Max: {
       // {value, set}: per-CPU, so a plain compare-and-store is enough.
@@ -209,28 +223,42 @@ void Lowerer::aggregate(ExprId target, ExprId call_id) {
       BlockId write = b_.new_block(), check = b_.new_block();
       b_.branch_imm(ir::Cond::Eq, set, 0, write, check);
       b_.set_block(check);
-      bool s = m.value.is_signed;
-      ir::Cond better = m.agg == output::AggKind::Min ? (s ? ir::Cond::SLt : ir::Cond::Lt)
-                                                      : (s ? ir::Cond::SGt : ir::Cond::Gt);
-      b_.branch(better, v, cur, write, join);
+      b_.branch(extreme_cond(m.agg, m.value.is_signed), v, cur, write, join);
       b_.set_block(write);
       b_.store(8, ptr, 0, v);
       b_.store_imm(8, ptr, 8, 1);
       break;
     }
-    case output::AggKind::Hist: {
-      VregId idx = hist_index(v, m.hist.bits, m.value.is_signed);
-      bucket_add(ptr, idx, output::hist_bucket_count(m.hist.bits));
-      break;
-    }
+    case output::AggKind::Hist:
     case output::AggKind::LHist: {
-      VregId idx = lhist_index(v, m.hist, m.value.is_signed);
-      bucket_add(ptr, idx, output::lhist_bucket_count(m.hist.min, m.hist.max, m.hist.step));
+      // The bucket's count, then the sum after the buckets.
+      const uint32_t buckets = m.hist_buckets();
+      VregId idx = m.agg == output::AggKind::Hist ? hist_index(v, m.hist.bits, m.value.is_signed)
+                                                  : lhist_index(v, m.hist, m.value.is_signed);
+      bucket_add(ptr, idx, buckets);
+      b_.atomic_add(ptr, static_cast<int32_t>(8 * buckets), v);
       break;
     }
   }
   b_.jump(join);
   b_.set_block(join);
+}
+
+// The comparison by which v replaces a min() (Min) or max() (Max) value.
+ir::Cond Lowerer::extreme_cond(output::AggKind kind, bool is_signed) {
+  if (kind == output::AggKind::Min) return is_signed ? ir::Cond::SLt : ir::Cond::Lt;
+  return is_signed ? ir::Cond::SGt : ir::Cond::Gt;
+}
+
+// ptr[off] = v when `better` holds for (v, ptr[off]); per-CPU, so a plain
+// compare-and-store. Continues in a new block either way.
+void Lowerer::keep_extreme(VregId ptr, int32_t off, VregId v, ir::Cond better) {
+  BlockId write = b_.new_block(), next = b_.new_block();
+  b_.branch(better, v, b_.load(8, ptr, off), write, next);
+  b_.set_block(write);
+  b_.store(8, ptr, off, v);
+  b_.jump(next);
+  b_.set_block(next);
 }
 
 // ptr[idx] += 1, with idx clamped so the verifier sees it in bounds.

@@ -224,6 +224,10 @@ class Lowerer {
 
   void aggregate(ExprId target, ExprId call_id);
 
+  static ir::Cond extreme_cond(output::AggKind kind, bool is_signed);
+
+  void keep_extreme(VregId ptr, int32_t off, VregId v, ir::Cond better);
+
   void bucket_add(VregId ptr, VregId idx, uint32_t count);
 
   VregId hist_index(VregId v, int bits, bool is_signed);

@@ -75,6 +75,23 @@ Value entry_number(const MapSnapshot& map, const Aggregate& a) {
   return map.kind == AggKind::Avg ? average(a, map.value_signed) : a.value;
 }
 
+namespace {
+
+// `into` becomes `from` where from is the smaller (keep_min) or larger
+// value; a value of Kind::None (none recorded) never wins.
+void keep_extreme(Value& into, const Value& from, bool keep_min) {
+  if (from.kind == Value::Kind::None) return;
+  if (into.kind == Value::Kind::None) {
+    into = from;
+    return;
+  }
+  const bool u = into.kind == Value::Kind::UInt;
+  const bool from_less = u ? from.u < into.u : from.i < into.i;
+  if (from_less == keep_min) into = from;
+}
+
+}  // namespace
+
 void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from) {
   switch (kind) {
     case AggKind::Plain: break;  // the first one stays
@@ -83,21 +100,21 @@ void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from) {
       if (into.value.kind == Value::Kind::UInt) into.value.u += from.value.u; else into.value.i += from.value.i;
       break;
     case AggKind::Min:
-    case AggKind::Max: {
-      const bool u = into.value.kind == Value::Kind::UInt;
-      const bool from_less = u ? from.value.u < into.value.u : from.value.i < into.value.i;
-      if (from_less == (kind == AggKind::Min)) into.value = from.value;
+    case AggKind::Max:
+      keep_extreme(into.value, from.value, kind == AggKind::Min);
       break;
-    }
     case AggKind::Avg:
     case AggKind::Stats:
       into.count += from.count;
       into.total += from.total;
+      keep_extreme(into.min, from.min, true);
+      keep_extreme(into.max, from.max, false);
       break;
     case AggKind::Hist:
     case AggKind::LHist:
       if (into.buckets.size() < from.buckets.size()) into.buckets.resize(from.buckets.size());
       for (size_t i = 0; i < from.buckets.size(); ++i) into.buckets[i] += from.buckets[i];
+      into.sum += from.sum;
       break;
   }
 }

@@ -34,10 +34,18 @@ struct FormatRow {
   bool help_quotes = false;      // HELP text escapes '"' too (an OpenMetrics escaped-string)
   bool info_type = false;        // an info family is TYPE info (the text format has none: gauge)
   bool float_point = false;      // le="7.0": OpenMetrics' canonical numbers (Go's %g, and ".0")
+  // A histogram serves its buckets with a negative le. OpenMetrics 1.0:
+  // "Negative threshold buckets MAY be used, but then the Histogram
+  // MetricPoint MUST NOT contain a sum value"; there the sum is kept and
+  // le="-1" left out, which its cumulative buckets allow (a value below 0
+  // is still in le="0" and above).
+  bool negative_buckets = false;
   std::string_view end;          // after the last family
 };
 constexpr std::array kFormats = {
-    FormatRow{.content_type = "text/plain; version=0.0.4; charset=utf-8", .sample_named = true},
+    FormatRow{.content_type = "text/plain; version=0.0.4; charset=utf-8",
+              .sample_named = true,
+              .negative_buckets = true},
     FormatRow{.content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8",
               .type_first = true,
               .help_quotes = true,
@@ -378,7 +386,8 @@ void append_series(Family& f, const MapSnapshot& map, const Labels& labels, cons
       uint64_t cumulative = 0;
       for (size_t i = 0; i < n; ++i) {
         if (i < a.buckets.size()) cumulative += a.buckets[i];
-        if (const auto le = bucket_max(i, map.kind, map.hist)) {
+        const auto le = bucket_max(i, map.kind, map.hist);
+        if (le && (*le >= 0 || format.negative_buckets)) {
           const Label l{"le", go_float(static_cast<double>(*le), format.float_point)};
           append_sample(f.samples, bucket, labels, &l, fmt::format("{}", cumulative));
         }
@@ -386,14 +395,30 @@ void append_series(Family& f, const MapSnapshot& map, const Labels& labels, cons
       for (size_t i = n; i < a.buckets.size(); ++i) cumulative += a.buckets[i];
       const Label inf{"le", "+Inf"};
       append_sample(f.samples, bucket, labels, &inf, fmt::format("{}", cumulative));
+      append_sample(f.samples, f.name + "_sum", labels, nullptr,
+                    number_text(stat_number(a.sum, map.value_signed), format));
       append_sample(f.samples, f.name + "_count", labels, nullptr, fmt::format("{}", cumulative));
       return;
     }
   }
 }
 
+// A stats() map's min and max: gauge families beside its summary, which
+// may hold only quantiles, _sum and _count (OpenMetrics 1.0, "Summary").
+struct StatsGauge {
+  std::string_view suffix;  // of the summary's name
+  std::string_view help;    // after the summary's HELP
+  Value Aggregate::*value;
+};
+constexpr std::array kStatsGauges = {
+    StatsGauge{"_min", ", the smallest value", &Aggregate::min},
+    StatsGauge{"_max", ", the largest value", &Aggregate::max},
+};
+
 struct MapFamily {
-  std::optional<Family> family;  // none: nothing to serve
+  // The map's family first, then a stats() map's gauges (which may have no
+  // samples: no key has a value yet). Empty: nothing to serve.
+  std::vector<Family> families;
   uint64_t folded = 0;
 };
 
@@ -417,12 +442,37 @@ MapFamily map_family(const MapSnapshot& map, const FormatRow& format, uint64_t m
                      [](const Entry& a, const Entry& b) { return compare_keys(a.first, b.first) < 0; });
   }
 
+  // Every series: each key's, then the folded keys' (an integer map's
+  // folded keys have no value that stands for them all).
+  const auto each_series = [&](const auto& add) {
+    for (const auto& [key, agg] : entries) add(key_labels(key, names), agg);
+    if (other && map.kind != AggKind::Plain) add(Labels{{"other", "true"}}, *other);
+  };
+  MapFamily out{.folded = folded};
   Family f{.name = family_name(map.metric ? "@" + map.metric->name : map.name, type), .type = type,
            .help = help_text(map)};
-  for (const auto& [key, agg] : entries) append_series(f, map, key_labels(key, names), agg, format);
-  // An integer map's folded keys have no value that stands for them all.
-  if (other && map.kind != AggKind::Plain) append_series(f, map, {{"other", "true"}}, *other, format);
-  return {std::move(f), folded};
+  each_series([&](const Labels& labels, const Aggregate& a) { append_series(f, map, labels, a, format); });
+  out.families.push_back(std::move(f));
+  if (map.kind != AggKind::Stats) return out;
+  for (const StatsGauge& g : kStatsGauges) {
+    Family gauge{.name = out.families[0].name + std::string(g.suffix),
+                 .type = MetricType::Gauge,
+                 .help = out.families[0].help + std::string(g.help)};
+    // A key whose values zero() reset has none.
+    each_series([&](const Labels& labels, const Aggregate& a) {
+      if ((a.*g.value).kind != Value::Kind::None) add_sample(gauge, labels, number_text(a.*g.value, format));
+    });
+    out.families.push_back(std::move(gauge));
+  }
+  return out;
+}
+
+// The families' text, those without samples left out.
+std::string families_text(const std::vector<Family>& families, const FormatRow& format) {
+  std::string out;
+  for (const Family& f : families)
+    if (!f.samples.empty()) out += family_text(f, format);
+  return out;
 }
 
 // ---- the run's families ----
@@ -489,9 +539,7 @@ std::vector<Family> run_families(const RunMetrics& run) {
 
 std::string page_text(std::vector<Family> families, const FormatRow& format) {
   std::stable_sort(families.begin(), families.end(), [](const Family& a, const Family& b) { return a.name < b.name; });
-  std::string out;
-  for (const Family& f : families) out += family_text(f, format);
-  return out;
+  return families_text(families, format);
 }
 
 }  // namespace
@@ -501,7 +549,7 @@ std::string_view metrics_content_type(MetricsFormat format) { return format_row(
 MapMetrics map_metrics(const MapSnapshot& map, MetricsFormat format, uint64_t max_series) {
   const FormatRow& row = format_row(format);
   MapFamily m = map_family(map, row, max_series);
-  return {m.family ? family_text(*m.family, row) : "", m.folded};
+  return {families_text(m.families, row), m.folded};
 }
 
 std::string run_metrics(const RunMetrics& run, MetricsFormat format) {
@@ -514,28 +562,31 @@ MetricsPage metrics_page(const std::vector<MapSnapshot>& maps, const RunMetrics&
   MetricsPage page;
   // Every sample name a family may use is taken once: the run's first.
   std::set<std::string> taken;
-  const auto take = [&](std::string_view name, MetricType type) {
-    const auto& suffixes = type_row(type).samples;
-    const bool free = std::none_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) {
-      return taken.contains(std::string(name) + std::string(s));
-    });
-    if (free)
-      for (std::string_view s : suffixes) taken.insert(std::string(name) + std::string(s));
-    return free;
+  const auto sample_names = [](std::string_view name, MetricType type) {
+    std::vector<std::string> out;
+    for (std::string_view s : type_row(type).samples) out.push_back(std::string(name) + std::string(s));
+    return out;
   };
-  for (const RunFamily& r : kRunFamilies) take(r.name, r.type);
+  for (const RunFamily& r : kRunFamilies)
+    for (std::string& n : sample_names(r.name, r.type)) taken.insert(std::move(n));
 
   std::vector<Family> families;
   std::map<std::string, uint64_t> folded(run.series_folded.begin(), run.series_folded.end());
   for (const MapSnapshot& map : maps) {
     MapFamily m = map_family(map, row, max_series);
-    if (!m.family) continue;
-    if (!take(m.family->name, m.family->type)) {
+    if (m.families.empty()) continue;
+    // A map's families (a stats() map's summary and gauges) are served
+    // together or not at all.
+    std::vector<std::string> names;
+    for (const Family& f : m.families)
+      for (std::string& n : sample_names(f.name, f.type)) names.push_back(std::move(n));
+    if (std::any_of(names.begin(), names.end(), [&](const std::string& n) { return taken.contains(n); })) {
       page.clashes.push_back(map.name);
       continue;
     }
+    taken.insert(names.begin(), names.end());
     folded[map.name] += m.folded;
-    families.push_back(std::move(*m.family));
+    for (Family& f : m.families) families.push_back(std::move(f));
   }
   page.series_folded.assign(folded.begin(), folded.end());
 

@@ -101,7 +101,11 @@ struct Aggregate {
   Value value;           // Plain, Count, Sum, Min, Max: the value (Int or UInt)
   int64_t count = 0;     // Avg, Stats
   int64_t total = 0;     // Avg, Stats
+  // Stats: the smallest and largest value recorded (Int or UInt), Kind::None
+  // when none was. Only metrics serve them: bpftrace's stats() prints none.
+  Value min, max;
   std::vector<uint64_t> buckets;  // Hist, LHist: the bucket counts by index
+  int64_t sum = 0;       // Hist, LHist: the sum of the values recorded (metrics' _sum; print() shows none)
 };
 
 struct HistParams {
@@ -133,8 +137,9 @@ struct MapSnapshot {
 };
 
 // Adds `from` into `into`, two entries of a `kind` map taken as one: counts,
-// sums, averages' counts and totals and histogram buckets add up, min() and
-// max() keep the smaller or larger value, a plain map keeps `into`'s value.
+// sums, averages' counts and totals, histogram buckets and sums add up,
+// min() and max() (and a stats() entry's min and max) keep the smaller or
+// larger value, a plain map keeps `into`'s value.
 // (Two kernel stacks that print alike; the keys a metrics page folds into one.)
 void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from);
 
@@ -537,14 +542,21 @@ std::string json_helper_error(std::string_view msg, std::string_view helper, int
 //   count(), sum()     counter    bpfscope_x_total (@x_total too: one _total)
 //   min(), max(), avg() and integer maps
 //                      gauge      bpfscope_x (avg(): the truncated mean print() shows)
-//   stats()            summary    bpfscope_x_sum, bpfscope_x_count (no quantiles)
-//   hist(), lhist()    histogram  bpfscope_x_bucket{le="N"}, le="+Inf", bpfscope_x_count
+//   stats()            summary    bpfscope_x_sum, bpfscope_x_count (no quantiles),
+//                      and gauges bpfscope_x_min, bpfscope_x_max (a summary may
+//                                 hold no other samples; no sample for a key
+//                                 with no value since zero())
+//   hist(), lhist()    histogram  bpfscope_x_bucket{le="N"}, le="+Inf", bpfscope_x_sum,
+//                                 bpfscope_x_count
 // A bucket's le is the largest integer it holds ([4, 8) has le="7", the
 // negatives le="-1"), for every bucket with such a bound: the same set at
-// every scrape, so that buckets add up across scrapes and machines. A
-// histogram has no _sum: bpftrace keeps none, and OpenMetrics forbids one
-// beside buckets of negative values. A map value that is no number (a
-// string, a stack, a tuple, an address) is not served.
+// every scrape, so that buckets add up across scrapes and machines.
+// OpenMetrics forbids a sum in a histogram with a negative bucket bound, so
+// there the negative buckets are left out and the sum kept (the buckets are
+// cumulative: a negative value still counts from le="0" on). The sums, mins
+// and maxes are bpfscope's (Aggregate::sum, min, max); print() and JSON
+// show bpftrace's values only. A map value that is no number (a string, a
+// stack, a tuple, an address) is not served.
 // Keys are labels: a record key's field names, key0, key1... for a tuple,
 // `key` for anything else. A label value is the key's text as print()
 // shows it, a stack its frames root first joined by ';' (folded_stack), a
@@ -562,16 +574,19 @@ std::string_view metrics_content_type(MetricsFormat format);
 inline constexpr uint64_t kMetricsMaxSeries = 10000;
 
 struct MapMetrics {
-  std::string text;     // the family: HELP and TYPE lines, then its samples; "" when nothing is served
+  // The family: HELP and TYPE lines, then its samples (a stats() map's
+  // summary, then its _min and _max gauges); "" when nothing is served.
+  std::string text;
   uint64_t folded = 0;  // keys folded into the other="true" series
 };
 
-// One map as one metric family. A map with more than `max_series` keys (0:
-// no limit) serves the `max_series` keys that print(@m, max_series) would
-// print, and folds the others into one series labelled other="true" (and
-// no key labels): counters, summaries and histogram buckets add up, a
-// min() map keeps the smallest value, max() the largest, avg() the mean of
-// the folded keys together; an integer map's folded keys are not served.
+// One map as one metric family (a stats() map: three). A map with more than
+// `max_series` keys (0: no limit) serves the `max_series` keys that
+// print(@m, max_series) would print, and folds the others into one series
+// labelled other="true" (and no key labels): counters, summaries, histogram
+// buckets and sums add up, a min() map keeps the smallest value, max() the
+// largest (stats(): its _min and _max the same), avg() the mean of the
+// folded keys together; an integer map's folded keys are not served.
 // Keys whose labels read alike (two stacks that fold to the same frames)
 // are one series, their values merged as merge_aggregate does.
 MapMetrics map_metrics(const MapSnapshot& map, MetricsFormat format, uint64_t max_series = kMetricsMaxSeries);
@@ -608,12 +623,13 @@ struct RunMetrics {
 // The run's families, sorted by name.
 std::string run_metrics(const RunMetrics& run, MetricsFormat format);
 
-// A whole page: the run's families and one per map, sorted by family name,
-// then "# EOF" in OpenMetrics. A map's family that would use a sample name
+// A whole page: the run's families and the maps', sorted by family name,
+// then "# EOF" in OpenMetrics. A map whose families would use a sample name
 // another family has taken (the run's families take theirs first, then the
 // maps in the order given: @lost_events = count() would be
 // bpfscope_lost_events_total; @ and @map are both bpfscope_map; a hist()
-// @x takes bpfscope_x_count) is left out and named in `clashes`.
+// @x takes bpfscope_x_count, a stats() @x bpfscope_x_min) is left out, all
+// its families, and named in `clashes`.
 // bpfscope_series_folded_total counts the keys folded over every page
 // served: `run.series_folded` holds the counts before this page; the page
 // serves, and returns in `series_folded`, those counts plus this page's

@@ -115,6 +115,30 @@ int64_t i64(const uint8_t* p) {
   return v;
 }
 
+output::Value number(int64_t v, bool is_signed) {
+  return is_signed ? output::Value::of_int(v) : output::Value::of_uint(static_cast<uint64_t>(v));
+}
+
+// The smallest (keep_min) or largest of the CPUs' words at `off` whose word
+// at `set_off` is not 0: a CPU that recorded nothing has no value, and its
+// zeros must not win. Kind::None when no CPU has one.
+output::Value extreme(const std::vector<uint8_t>& value, int n, uint32_t stride, uint32_t off, uint32_t set_off,
+                      bool keep_min, bool is_signed) {
+  std::optional<int64_t> best;
+  for (int c = 0; c < n; ++c) {
+    const uint8_t* p = value.data() + c * stride;
+    if (!i64(p + set_off)) continue;
+    const int64_t v = i64(p + off);
+    if (!best) {
+      best = v;
+      continue;
+    }
+    const bool less = is_signed ? v < *best : static_cast<uint64_t>(v) < static_cast<uint64_t>(*best);
+    if (less == keep_min) best = v;
+  }
+  return best ? number(*best, is_signed) : output::Value{};
+}
+
 output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& value, int ncpus,
                             const Resolver* resolver) {
   output::Aggregate a;
@@ -132,38 +156,33 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
       break;
     }
     case output::AggKind::Min:
-    case output::AggKind::Max: {
-      bool any = false;
-      int64_t best = 0;
-      for (int c = 0; c < n; ++c) {
-        const uint8_t* p = value.data() + c * stride;
-        if (!i64(p + 8)) continue;
-        int64_t v = i64(p);
-        bool better;
-        if (m.value.is_signed)
-          better = m.agg == output::AggKind::Min ? v < best : v > best;
-        else
-          better = m.agg == output::AggKind::Min ? static_cast<uint64_t>(v) < static_cast<uint64_t>(best)
-                                                 : static_cast<uint64_t>(v) > static_cast<uint64_t>(best);
-        if (!any || better) best = v;
-        any = true;
-      }
-      a.value = m.value.is_signed ? output::Value::of_int(best) : output::Value::of_uint(static_cast<uint64_t>(best));
+    case output::AggKind::Max:
+      // {value, set}; a map no CPU has set reads 0.
+      a.value = extreme(value, n, stride, 0, 8, m.agg == output::AggKind::Min, m.value.is_signed);
+      if (a.value.kind == output::Value::Kind::None) a.value = number(0, m.value.is_signed);
       break;
-    }
     case output::AggKind::Avg:
     case output::AggKind::Stats:
+      // {count, total} (Stats: then {min, max}, set where count is not 0).
       for (int c = 0; c < n; ++c) {
         a.count += i64(value.data() + c * stride);
         a.total += i64(value.data() + c * stride + 8);
       }
+      if (m.agg == output::AggKind::Stats) {
+        a.min = extreme(value, n, stride, 16, 0, true, m.value.is_signed);
+        a.max = extreme(value, n, stride, 24, 0, false, m.value.is_signed);
+      }
       break;
     case output::AggKind::Hist:
     case output::AggKind::LHist: {
-      size_t buckets = m.value_size / 8;
+      // {buckets..., sum}
+      const uint32_t buckets = m.hist_buckets();
       a.buckets.assign(buckets, 0);
-      for (int c = 0; c < n; ++c)
-        for (size_t b = 0; b < buckets; ++b) a.buckets[b] += static_cast<uint64_t>(i64(value.data() + c * stride + b * 8));
+      for (int c = 0; c < n; ++c) {
+        const uint8_t* p = value.data() + c * stride;
+        for (uint32_t b = 0; b < buckets; ++b) a.buckets[b] += static_cast<uint64_t>(i64(p + b * 8));
+        a.sum += i64(p + 8 * buckets);
+      }
       break;
     }
   }

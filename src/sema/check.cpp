@@ -1299,17 +1299,20 @@ void compute_layouts(TypedProgram& p) {
       case output::AggKind::Min:
       case output::AggKind::Max:
       case output::AggKind::Avg:
-      case output::AggKind::Stats:
-        // Min/Max: {value, set}; Avg/Stats: {count, total}.
+        // Min/Max: {value, set}; Avg: {count, total}.
         m.value_size = 16;
         m.percpu = true;
         break;
-      case output::AggKind::Hist:
-        m.value_size = 8 * output::hist_bucket_count(m.hist.bits);
+      case output::AggKind::Stats:
+        // {count, total, min, max}: min and max hold a value once count is
+        // not 0 (metrics serve them; print() shows count, average, total).
+        m.value_size = 32;
         m.percpu = true;
         break;
+      case output::AggKind::Hist:
       case output::AggKind::LHist:
-        m.value_size = 8 * output::lhist_bucket_count(m.hist.min, m.hist.max, m.hist.step);
+        // The bucket counts, then the sum of the values (metrics' _sum).
+        m.value_size = 8 * (m.hist_buckets() + 1);
         m.percpu = true;
         break;
     }

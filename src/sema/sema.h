@@ -85,6 +85,13 @@ struct MapInfo {
   bool lru = false;  // declared lruhash/percpulruhash: the kernel evicts old entries when full
   uint32_t max_entries = 4096;  // max_map_keys, or the declared size
   lang::Loc first_use;
+
+  // hist() and lhist(): the number of buckets. Their value is the bucket
+  // counts, then the sum of the values recorded (at 8 * hist_buckets()).
+  uint32_t hist_buckets() const {
+    return agg == output::AggKind::Hist ? output::hist_bucket_count(hist.bits)
+                                        : output::lhist_bucket_count(hist.min, hist.max, hist.step);
+  }
 };
 
 // ORDER Builtin: the builtin table in builtins.cpp has one row per kind.

@@ -15,32 +15,14 @@
 #include "ir/ir.h"
 #include "lang/lang.h"
 #include "sema/sema.h"
-#include "../ir/lower_text.h"
+#include "compile_text.h"
 
 namespace bpfscope::codegen {
 namespace {
 
-// A lowered script and its compiled programs (by module function).
-struct Compiled : ir::test::Lowered {
-  std::vector<Program> programs;
-};
-
-Compiled compile_text(const std::string& text) {
-  Compiled out;
-  static_cast<ir::test::Lowered&>(out) = ir::test::lower_text(text);
-  if (!out.typed) return out;
-  for (const auto& f : out.module.functions) {
-    EXPECT_EQ(ir::verify(f), "") << ir::print(f);
-    auto p = compile(f);
-    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error()) << "\n" << ir::print(f);
-    if (!p) {
-      out.programs.clear();
-      return out;
-    }
-    out.programs.push_back(std::move(*p));
-  }
-  return out;
-}
+using test::Compiled;
+using test::compile_text;
+using test::load_all;
 
 bool is_ld_imm64(const bpf_insn& i) { return i.code == (BPF_LD | BPF_DW | BPF_IMM); }
 
@@ -101,34 +83,6 @@ void check_structure(const Program& p, size_t map_count) {
   }
 }
 
-// Creates the script's and the support maps in map-id order, patches the
-// relocations and loads every program. Returns "" or the failure.
-std::string load_all(Compiled& c) {
-  const auto& m = c.module;
-  std::vector<bpf::Fd> fds;
-  for (const auto& spec : ir::map_specs(*c.typed, m, 4096 * 64)) {
-    auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
-    if (!fd) return "create_map " + spec.name + ": " + fd.error().message;
-    fds.push_back(std::move(*fd));
-  }
-  for (size_t k = 0; k < c.programs.size(); ++k) {
-    auto& p = c.programs[k];
-    for (const auto& r : p.relocs) p.insns[r.insn].imm = fds.at(r.map).get();
-    auto kind = c.typed->units.at(m.unit_of.at(k)).kind;
-    bpf::ProgramSpec spec;
-    spec.type = kind == sema::ProbeKind::Tracepoint ? BPF_PROG_TYPE_TRACEPOINT : BPF_PROG_TYPE_RAW_TRACEPOINT;
-    spec.name = p.name;
-    spec.insns = p.insns;
-    spec.subprograms = p.subprograms;
-    auto loaded = bpf::load_program(spec);
-    if (!loaded)
-      return "load " + p.name + " failed: errno " + std::to_string(loaded.error().err) + "\n" + loaded.error().log +
-             "\n" + disassemble(p);
-    if (!loaded->fd) return "load " + p.name + ": no fd";
-  }
-  return "";
-}
-
 const std::string kRegisterPressure =
     "BEGIN { $a = 1; $b = 2; $c = 3; $d = 4; $e = 5; $f = 6; $g = 7; $h = 8; $i = 9; $j = 10; $k = 11; $l = 12; "
     "printf(\"%d %d %d %d %d %d %d %d %d %d %d %d %d\\n\", $a + $b + $c + $d + $e + $f + $g + $h + $i + $j + $k + $l, "
@@ -147,6 +101,9 @@ const std::vector<std::string> kLoadPrograms = {
     // hist/lhist and other aggregations, keyed and scalar.
     "BEGIN { @h = hist(nsecs); @l = lhist(nsecs % 100, 0, 100, 10); @hk[pid] = hist(3); "
     "@lk[comm] = lhist(7, 0, 10, 5); @s = sum(3); @mi = min(4); @ma = max(5); @av = avg(6); @st = stats(7); }",
+    // The largest values: a sum after 1921 (hist(n, 5)) or 1002 buckets;
+    // stats() of signed values, keyed.
+    "BEGIN { @hb = hist(nsecs, 5); @lb = lhist(nsecs % 2000, 0, 1000, 1); @sk[comm] = stats(-(int64)nsecs); }",
     // Tuple keys and values.
     "BEGIN { @t[pid, comm, 5] = count(); @u[\"a\", 1] = (2, \"bb\", comm); delete(@u[\"a\", 1]); "
     "@v[(1, \"x\")] = 1; }",

@@ -233,6 +233,39 @@ TEST(Ir, CountIsAnAtomicAdd) {
   EXPECT_TRUE(uses_map(f, 0));
 }
 
+// Instructions `op` that write or add at offset `off` of a pointer.
+int count_at(const Function& f, Opcode op, int32_t off) {
+  int n = 0;
+  for (const auto& b : f.blocks)
+    for (const auto& i : b.insts) n += i.op == op && i.off == off;
+  return n;
+}
+
+// hist() and lhist() add the value after their buckets (metrics' _sum).
+TEST(Ir, HistAddsTheValueAfterTheBuckets) {
+  auto l = lower_text("BEGIN { @h = hist(nsecs); @l = lhist(nsecs, 0, 100, 10); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  EXPECT_EQ(l.typed->maps[0].value_size, 8 * (output::hist_bucket_count(0) + 1));
+  EXPECT_EQ(l.typed->maps[1].value_size, 8 * (output::lhist_bucket_count(0, 100, 10) + 1));
+  EXPECT_EQ(count_at(f, Opcode::AtomicAdd, static_cast<int32_t>(8 * output::hist_bucket_count(0))), 1) << l.text;
+  EXPECT_EQ(count_at(f, Opcode::AtomicAdd, static_cast<int32_t>(8 * output::lhist_bucket_count(0, 100, 10))), 1)
+      << l.text;
+}
+
+// stats() is {count, total, min, max}: a CPU's first value stores min and
+// max, later ones store where they win.
+TEST(Ir, StatsKeepsMinAndMax) {
+  auto l = lower_text("BEGIN { @s = stats(nsecs); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& f = l.module.functions.at(0);
+  EXPECT_EQ(l.typed->maps[0].value_size, 32u);
+  EXPECT_GE(count_at(f, Opcode::AtomicAdd, 0), 1) << l.text;  // the count (and failed-update counts)
+  EXPECT_EQ(count_at(f, Opcode::AtomicAdd, 8), 1) << l.text;
+  EXPECT_EQ(count_at(f, Opcode::Store, 16), 2) << l.text;
+  EXPECT_EQ(count_at(f, Opcode::Store, 24), 2) << l.text;
+}
+
 TEST(Ir, PredicateBranchesToReturn0) {
   auto l = lower_text("tracepoint:syscalls:sys_enter_openat /pid == 12345/ { @c = count(); }");
   ASSERT_TRUE(l.typed.has_value());

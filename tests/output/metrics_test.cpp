@@ -270,37 +270,69 @@ TEST(Metrics, EmptyMapsServeNothing) {
 
 // stats() is a summary without quantiles: _sum (the total) and _count, the
 // pair whose rates give a mean. Names a summary reserves are prefixed key_.
+// stats(): a summary of _sum and _count (no quantiles), and its min and
+// max as gauge families of their own beside it (a summary may hold no other
+// samples). A key with no value (zero()) has no min or max sample.
 TEST(Metrics, StatsIsASummary) {
   const auto m = keyed("@size", AggKind::Stats,
-                       {{R({"quantile", "other", "_x"}, {S("write"), I(1), I(2)}), avg(2, -10)},
-                        {R({"quantile", "other", "_x"}, {S("read"), I(1), I(2)}), avg(4, 100)}});
+                       {{R({"quantile", "other", "_x"}, {S("write"), I(1), I(2)}), stats(2, -10, I(-8), I(-2))},
+                        {R({"quantile", "other", "_x"}, {S("read"), I(1), I(2)}), stats(4, 100, I(1), I(70))},
+                        {R({"quantile", "other", "_x"}, {S("sync"), I(1), I(2)}), stats(0, 0, {}, {})}});
   EXPECT_EQ(text_of(m), R"txt(# HELP bpfscope_size bpfscope map @size (stats())
 # TYPE bpfscope_size summary
 bpfscope_size_sum{key_quantile="read",key_other="1",key__x="2"} 100
 bpfscope_size_count{key_quantile="read",key_other="1",key__x="2"} 4
+bpfscope_size_sum{key_quantile="sync",key_other="1",key__x="2"} 0
+bpfscope_size_count{key_quantile="sync",key_other="1",key__x="2"} 0
 bpfscope_size_sum{key_quantile="write",key_other="1",key__x="2"} -10
 bpfscope_size_count{key_quantile="write",key_other="1",key__x="2"} 2
+# HELP bpfscope_size_min bpfscope map @size (stats()), the smallest value
+# TYPE bpfscope_size_min gauge
+bpfscope_size_min{key_quantile="read",key_other="1",key__x="2"} 1
+bpfscope_size_min{key_quantile="write",key_other="1",key__x="2"} -8
+# HELP bpfscope_size_max bpfscope map @size (stats()), the largest value
+# TYPE bpfscope_size_max gauge
+bpfscope_size_max{key_quantile="read",key_other="1",key__x="2"} 70
+bpfscope_size_max{key_quantile="write",key_other="1",key__x="2"} -2
 )txt");
-  open_of(m);
-  // Unsigned totals stay unsigned.
-  EXPECT_EQ(text_of(scalar("@size", AggKind::Stats, avg(1, -1), false)),
+  const std::string open = open_of(m);
+  EXPECT_NE(open.find("# TYPE bpfscope_size_min gauge\n# HELP bpfscope_size_min bpfscope map @size (stats()), "
+                      "the smallest value\n"),
+            std::string::npos)
+      << open;
+  // Unsigned values stay unsigned.
+  EXPECT_EQ(text_of(scalar("@size", AggKind::Stats, stats(1, -1, U(UINT64_MAX), U(UINT64_MAX)), false)),
             "# HELP bpfscope_size bpfscope map @size (stats())\n"
             "# TYPE bpfscope_size summary\n"
             "bpfscope_size_sum 18446744073709551615\n"
-            "bpfscope_size_count 1\n");
+            "bpfscope_size_count 1\n"
+            "# HELP bpfscope_size_min bpfscope map @size (stats()), the smallest value\n"
+            "# TYPE bpfscope_size_min gauge\n"
+            "bpfscope_size_min 18446744073709551615\n"
+            "# HELP bpfscope_size_max bpfscope map @size (stats()), the largest value\n"
+            "# TYPE bpfscope_size_max gauge\n"
+            "bpfscope_size_max 18446744073709551615\n");
+  // No key has a value: no gauge families.
+  EXPECT_EQ(text_of(scalar("@size", AggKind::Stats, stats(0, 0, {}, {}))),
+            "# HELP bpfscope_size bpfscope map @size (stats())\n"
+            "# TYPE bpfscope_size summary\n"
+            "bpfscope_size_sum 0\n"
+            "bpfscope_size_count 0\n");
 }
 
 // ---- histograms ----
 
 // hist(): every bucket with an int64 bound, le its largest integer
-// (negatives -1, 0, 1, [2, 4) 3, [4, 8) 7...), cumulative; +Inf; _count;
-// no _sum. Written as Go writes a float, in exponent form from 1e+06 on.
+// (negatives -1, 0, 1, [2, 4) 3, [4, 8) 7...), cumulative; +Inf; _sum;
+// _count. Written as Go writes a float, in exponent form from 1e+06 on.
+// OpenMetrics leaves out le="-1": a histogram with a negative bucket may
+// have no sum there.
 TEST(Metrics, HistBuckets) {
-  // Negatives 1, zeros 2, [2, 4) 3, [4, 8) 1, [1M, 2M) 1; the runtime's
-  // vector may stop short of the last bucket.
+  // Negatives 1 (-7), zeros 2, [2, 4) 3 (2, 3, 3), [4, 8) 1 (5), [1M, 2M)
+  // 1 (1500000); the runtime's vector may stop short of the last bucket.
   std::vector<uint64_t> b(23, 0);
   b[0] = 1, b[1] = 2, b[3] = 3, b[4] = 1, b[22] = 1;
-  const auto m = scalar("@usecs", AggKind::Hist, buckets(b));
+  const auto m = scalar("@usecs", AggKind::Hist, buckets(b, 1500006));
   EXPECT_EQ(text_of(m), R"txt(# HELP bpfscope_usecs bpfscope map @usecs (hist())
 # TYPE bpfscope_usecs histogram
 bpfscope_usecs_bucket{le="-1"} 1
@@ -369,20 +401,26 @@ bpfscope_usecs_bucket{le="2.305843009213694e+18"} 8
 bpfscope_usecs_bucket{le="4.611686018427388e+18"} 8
 bpfscope_usecs_bucket{le="9.223372036854776e+18"} 8
 bpfscope_usecs_bucket{le="+Inf"} 8
+bpfscope_usecs_sum 1500006
 bpfscope_usecs_count 8
 )txt");
-  // OpenMetrics: canonical numbers (7.0), TYPE first.
+  // OpenMetrics: canonical numbers (7.0), TYPE first, no le="-1.0" (its
+  // value is in le="0.0" and above).
   const std::string open = open_of(m);
   EXPECT_TRUE(open.starts_with("# TYPE bpfscope_usecs histogram\n# HELP bpfscope_usecs bpfscope map @usecs (hist())\n"
-                               "bpfscope_usecs_bucket{le=\"-1.0\"} 1\nbpfscope_usecs_bucket{le=\"0.0\"} 3\n"
+                               "bpfscope_usecs_bucket{le=\"0.0\"} 3\n"
                                "bpfscope_usecs_bucket{le=\"1.0\"} 3\nbpfscope_usecs_bucket{le=\"3.0\"} 6\n"
                                "bpfscope_usecs_bucket{le=\"7.0\"} 7\n"))
       << open;
   EXPECT_NE(open.find("bpfscope_usecs_bucket{le=\"524287.0\"} 7\nbpfscope_usecs_bucket{le=\"1.048575e+06\"} 7\n"),
             std::string::npos);
   EXPECT_TRUE(open.ends_with("bpfscope_usecs_bucket{le=\"9.223372036854776e+18\"} 8\n"
-                             "bpfscope_usecs_bucket{le=\"+Inf\"} 8\nbpfscope_usecs_count 8\n"));
-  EXPECT_EQ(count_of(open, "\n"), count_of(text_of(m), "\n"));
+                             "bpfscope_usecs_bucket{le=\"+Inf\"} 8\n"
+                             "bpfscope_usecs_sum 1500006\nbpfscope_usecs_count 8\n"));
+  EXPECT_EQ(count_of(open, "\n") + 1, count_of(text_of(m), "\n"));
+  // Unsigned values: an unsigned sum.
+  const std::string u = text_of(scalar("@usecs", AggKind::Hist, buckets({0, 0, 1}, -1), false));
+  EXPECT_NE(u.find("\nbpfscope_usecs_sum 18446744073709551615\nbpfscope_usecs_count 1\n"), std::string::npos) << u;
 }
 
 // hist(n, 2): four buckets per power of two once past the single values
@@ -391,7 +429,8 @@ TEST(Metrics, HistWithBits) {
   std::vector<uint64_t> sda(253, 0), sdb(253, 0);
   sda[9] = 2;   // 8, 9
   sdb[13] = 1;  // 16..19
-  const auto m = with_bits(keyed("@usecs", AggKind::Hist, {{S("sdb"), buckets(sdb)}, {S("sda"), buckets(sda)}}), 2);
+  const auto m =
+      with_bits(keyed("@usecs", AggKind::Hist, {{S("sdb"), buckets(sdb, 16)}, {S("sda"), buckets(sda, 17)}}), 2);
   const std::string text = text_of(m);
   EXPECT_TRUE(text.starts_with(R"txt(# HELP bpfscope_usecs bpfscope map @usecs (hist(n, 2))
 # TYPE bpfscope_usecs histogram
@@ -416,6 +455,7 @@ bpfscope_usecs_bucket{key="sda",le="23"} 2
   EXPECT_EQ(count_of(text, "_bucket{key=\"sdb\""), 250u);
   EXPECT_NE(text.find("bpfscope_usecs_bucket{key=\"sda\",le=\"9.223372036854776e+18\"} 2\n"
                       "bpfscope_usecs_bucket{key=\"sda\",le=\"+Inf\"} 2\n"
+                      "bpfscope_usecs_sum{key=\"sda\"} 17\n"
                       "bpfscope_usecs_count{key=\"sda\"} 2\n"
                       "bpfscope_usecs_bucket{key=\"sdb\",le=\"-1\"} 0\n"),
             std::string::npos);
@@ -428,7 +468,8 @@ bpfscope_usecs_bucket{key="sda",le="23"} 2
 // max on, which only +Inf counts. A key field named le is prefixed key_.
 TEST(Metrics, LhistBuckets) {
   const auto m = with_lhist(
-      keyed("@depth", AggKind::LHist, {{R({"le", "dev"}, {I(1), S("sda")}), buckets({0, 2, 0, 1, 4})}}), 0, 30, 10);
+      keyed("@depth", AggKind::LHist, {{R({"le", "dev"}, {I(1), S("sda")}), buckets({0, 2, 0, 1, 4}, 195)}}), 0, 30,
+      10);
   EXPECT_EQ(text_of(m), R"txt(# HELP bpfscope_depth bpfscope map @depth (lhist(n, 0, 30, 10))
 # TYPE bpfscope_depth histogram
 bpfscope_depth_bucket{key_le="1",dev="sda",le="-1"} 0
@@ -436,15 +477,16 @@ bpfscope_depth_bucket{key_le="1",dev="sda",le="9"} 2
 bpfscope_depth_bucket{key_le="1",dev="sda",le="19"} 2
 bpfscope_depth_bucket{key_le="1",dev="sda",le="29"} 3
 bpfscope_depth_bucket{key_le="1",dev="sda",le="+Inf"} 7
+bpfscope_depth_sum{key_le="1",dev="sda"} 195
 bpfscope_depth_count{key_le="1",dev="sda"} 7
 )txt");
   EXPECT_EQ(open_of(m), R"txt(# TYPE bpfscope_depth histogram
 # HELP bpfscope_depth bpfscope map @depth (lhist(n, 0, 30, 10))
-bpfscope_depth_bucket{key_le="1",dev="sda",le="-1.0"} 0
 bpfscope_depth_bucket{key_le="1",dev="sda",le="9.0"} 2
 bpfscope_depth_bucket{key_le="1",dev="sda",le="19.0"} 2
 bpfscope_depth_bucket{key_le="1",dev="sda",le="29.0"} 3
 bpfscope_depth_bucket{key_le="1",dev="sda",le="+Inf"} 7
+bpfscope_depth_sum{key_le="1",dev="sda"} 195
 bpfscope_depth_count{key_le="1",dev="sda"} 7
 )txt");
 }
@@ -460,6 +502,7 @@ bpfscope_runq_bucket{le="2"} 1
 bpfscope_runq_bucket{le="5"} 1
 bpfscope_runq_bucket{le="8"} 3
 bpfscope_runq_bucket{le="+Inf"} 8
+bpfscope_runq_sum 0
 bpfscope_runq_count 8
 )txt");
   const auto big = with_lhist(scalar("@bytes", AggKind::LHist, buckets({0, 1, 1, 1, 1})), -1000000, 2000000, 1000000);
@@ -470,11 +513,14 @@ bpfscope_bytes_bucket{le="-1"} 1
 bpfscope_bytes_bucket{le="999999"} 2
 bpfscope_bytes_bucket{le="1.999999e+06"} 3
 bpfscope_bytes_bucket{le="+Inf"} 4
+bpfscope_bytes_sum 0
 bpfscope_bytes_count 4
 )txt");
-  EXPECT_NE(open_of(big).find("{le=\"-1.000001e+06\"} 0\nbpfscope_bytes_bucket{le=\"-1.0\"} 1\n"
-                              "bpfscope_bytes_bucket{le=\"999999.0\"} 2\n"),
-            std::string::npos);
+  // OpenMetrics: no negative buckets.
+  EXPECT_TRUE(open_of(big).starts_with(
+      "# TYPE bpfscope_bytes histogram\n"
+      "# HELP bpfscope_bytes bpfscope map @bytes (lhist(n, -1000000, 2000000, 1000000))\n"
+      "bpfscope_bytes_bucket{le=\"999999.0\"} 2\n"));
 }
 
 // ---- stacks and strange bytes ----
@@ -578,28 +624,42 @@ bpfscope_mean{other="true"} 1
 
 // Summaries and histograms fold by adding up.
 TEST(Metrics, GuardFoldsSummariesAndHistograms) {
-  const auto stats = keyed("@size", AggKind::Stats, {{S("a"), avg(1, 4)}, {S("b"), avg(3, 3)}, {S("c"), avg(1, 100)}});
-  EXPECT_EQ(text_of(stats, 1),
+  const auto st = keyed("@size", AggKind::Stats,
+                        {{S("a"), stats(1, 4, I(4), I(4))},
+                         {S("b"), stats(3, 3, I(-1), I(3))},
+                         {S("c"), stats(1, 100, I(100), I(100))}});
+  EXPECT_EQ(text_of(st, 1),
             R"txt(# HELP bpfscope_size bpfscope map @size (stats())
 # TYPE bpfscope_size summary
 bpfscope_size_sum{key="c"} 100
 bpfscope_size_count{key="c"} 1
 bpfscope_size_sum{other="true"} 7
 bpfscope_size_count{other="true"} 4
+# HELP bpfscope_size_min bpfscope map @size (stats()), the smallest value
+# TYPE bpfscope_size_min gauge
+bpfscope_size_min{key="c"} 100
+bpfscope_size_min{other="true"} -1
+# HELP bpfscope_size_max bpfscope map @size (stats()), the largest value
+# TYPE bpfscope_size_max gauge
+bpfscope_size_max{key="c"} 100
+bpfscope_size_max{other="true"} 4
 )txt");
+  open_of(st, 1);
   const auto m = with_lhist(
       keyed("@depth", AggKind::LHist,
-            {{S("a"), buckets({0, 1, 0})}, {S("b"), buckets({0, 3, 2})}, {S("c"), buckets({1, 0, 1})}}),
+            {{S("a"), buckets({0, 1, 0}, 0)}, {S("b"), buckets({0, 3, 2}, 5)}, {S("c"), buckets({1, 0, 1}, 2)}}),
       0, 1, 1);
   EXPECT_EQ(text_of(m, 1), R"txt(# HELP bpfscope_depth bpfscope map @depth (lhist(n, 0, 1, 1))
 # TYPE bpfscope_depth histogram
 bpfscope_depth_bucket{key="b",le="-1"} 0
 bpfscope_depth_bucket{key="b",le="0"} 3
 bpfscope_depth_bucket{key="b",le="+Inf"} 5
+bpfscope_depth_sum{key="b"} 5
 bpfscope_depth_count{key="b"} 5
 bpfscope_depth_bucket{other="true",le="-1"} 1
 bpfscope_depth_bucket{other="true",le="0"} 2
 bpfscope_depth_bucket{other="true",le="+Inf"} 3
+bpfscope_depth_sum{other="true"} 2
 bpfscope_depth_count{other="true"} 3
 )txt");
   open_of(m);
@@ -717,6 +777,28 @@ bpfscope_series_folded_total{map="@n"} 5
   const MetricsPage clash = metrics_page(
       {scalar("@lat", AggKind::Hist, buckets({1})), scalar("@lat_count", AggKind::Max, val(I(1)))}, {}, kText);
   EXPECT_EQ(clash.clashes, std::vector<std::string>{"@lat_count"});
+  // A stats() map takes its gauges' names too, and is served with them or
+  // not at all.
+  const MetricsPage stats_clash = metrics_page({scalar("@size", AggKind::Stats, stats(1, 5, I(5), I(5))),
+                                                scalar("@size_max", AggKind::Max, val(I(1))),
+                                                scalar("@rtt_min", AggKind::Min, val(I(2))),
+                                                scalar("@rtt", AggKind::Stats, stats(1, 3, I(3), I(3)))},
+                                               {}, kText);
+  EXPECT_EQ(stats_clash.clashes, (std::vector<std::string>{"@size_max", "@rtt"}));
+  EXPECT_NE(stats_clash.text.find("bpfscope_size_max 5\n"), std::string::npos) << stats_clash.text;
+  EXPECT_NE(stats_clash.text.find("bpfscope_rtt_min 2\n"), std::string::npos) << stats_clash.text;
+  EXPECT_EQ(stats_clash.text.find("bpfscope_rtt_count"), std::string::npos) << stats_clash.text;
+  // On a page, the families are in name order: the summary, _max, _min.
+  const MetricsPage one = metrics_page({scalar("@size", AggKind::Stats, stats(2, 9, I(4), I(5)))}, {}, kOpen);
+  const size_t summary = one.text.find("# TYPE bpfscope_size summary");
+  const size_t max = one.text.find("# TYPE bpfscope_size_max gauge");
+  const size_t min = one.text.find("# TYPE bpfscope_size_min gauge");
+  EXPECT_LT(summary, max);
+  EXPECT_LT(max, min);
+  EXPECT_NE(min, std::string::npos);
+  expect_promtool_accepts(one.text, kOpen);
+  expect_promtool_accepts(metrics_page({scalar("@size", AggKind::Stats, stats(2, 9, I(4), I(5)))}, {}, kText).text,
+                          kText);
 }
 
 // The judge has teeth: promtool refuses a label without its closing quote,

@@ -26,9 +26,17 @@ inline Aggregate avg(int64_t count, int64_t total) {
   a.total = total;
   return a;
 }
-inline Aggregate buckets(std::vector<uint64_t> b) {
+// A stats() entry: its count, total, smallest and largest value.
+inline Aggregate stats(int64_t count, int64_t total, Value min, Value max) {
+  Aggregate a = avg(count, total);
+  a.min = std::move(min);
+  a.max = std::move(max);
+  return a;
+}
+inline Aggregate buckets(std::vector<uint64_t> b, int64_t sum = 0) {
   Aggregate a;
   a.buckets = std::move(b);
+  a.sum = sum;
   return a;
 }
 

@@ -36,10 +36,14 @@ class EndpointTest(unittest.TestCase):
             self.assertEqual(value(page, "bpfscope_h_bucket", le="3"), 0)
             self.assertEqual(value(page, "bpfscope_h_bucket", le="7"), 1000)
             self.assertEqual(value(page, "bpfscope_h_count"), 1000)
+            self.assertEqual(value(page, "bpfscope_h_sum"), 7000)
+            self.assertEqual(value(page, "bpfscope_l_sum"), 25000)
             self.assertEqual(value(page, "bpfscope_l_bucket", le="19"), 0)
             self.assertEqual(value(page, "bpfscope_l_bucket", le="29"), 1000)
             self.assertEqual(value(page, "bpfscope_s_count"), 1000)
             self.assertEqual(value(page, "bpfscope_s_sum"), 5000)
+            self.assertEqual(value(page, "bpfscope_s_min"), 5)
+            self.assertEqual(value(page, "bpfscope_s_max"), 5)
             self.assertEqual(value(page, "bpfscope_mx"), 9)
             self.assertEqual(value(page, "bpfscope_g"), 42)
             # Read at scrape time: more work shows at the next scrape.
@@ -71,7 +75,8 @@ class EndpointTest(unittest.TestCase):
             for _ in range(20):
                 calls(100)
                 page = s.scrape()
-                for name in ("bpfscope_p_total", "bpfscope_c_total", "bpfscope_z_total", "bpfscope_h_count"):
+                for name in ("bpfscope_p_total", "bpfscope_c_total", "bpfscope_z_total", "bpfscope_h_count",
+                             "bpfscope_h_sum"):
                     v = value(page, name) or 0
                     self.assertGreaterEqual(v, last.get(name, 0), name)
                     last[name] = v
@@ -82,6 +87,7 @@ class EndpointTest(unittest.TestCase):
             self.assertEqual(value(page, "bpfscope_z_total"), 4000)
             self.assertEqual(value(page, "bpfscope_h_count"), 2000)
             self.assertEqual(value(page, "bpfscope_h_bucket", le="3"), 2000)
+            self.assertEqual(value(page, "bpfscope_h_sum"), 6000)
 
     def test_openmetrics(self):
         prog = "tracepoint:syscalls:sys_enter_getppid /pid == %d/ { @n = count(); }" % PID
