@@ -32,7 +32,8 @@ report() {
 }
 trap report EXIT
 
-if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libgtest-dev cmake ninja-build pkg-config g++ \
+if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libprotobuf-dev protobuf-compiler libgtest-dev cmake \
+      ninja-build pkg-config g++ \
       bpftrace python3 chromium python3-pyte linux-perf prometheus >/dev/null 2>&1; then
   apt-get update -qq
   # bpftrace is the comparison oracle of the benchmarks; the traffic tools
@@ -41,9 +42,11 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libgtest-dev cmake ninj
   # test_heatmap.py); python3-pyte is the terminal the terminal heat map is drawn on;
   # perf counts the scheduler tools' tracepoint beside them (tests/runtime/tools/schedwitness.py);
   # prometheus brings promtool, Prometheus's own parser, which judges every metrics page
-  # the unit tests make (tests/output/metrics_test.cpp; its server is not used).
+  # the unit tests make (tests/output/metrics_test.cpp; its server is not used);
+  # libprotobuf-dev and protobuf-compiler build the Prometheus protobuf encoder, and
+  # protoc --decode reads its output in tests/output/metrics_proto_test.cpp.
   apt-get install -y -qq --no-install-recommends \
-    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev \
+    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libprotobuf-dev protobuf-compiler \
     libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
     prometheus >/dev/null
 fi
