@@ -4,14 +4,12 @@
 // is also given to `protoc --decode`, which reads it without our code.
 #include <google/protobuf/io/coded_stream.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "external_parsers.h"
 #include "output/metrics.pb.h"
 #include "output/metrics_proto.h"
 #include "output/output.h"
@@ -20,7 +18,7 @@
 namespace bpfscope::output::metrics_proto_test {
 namespace {
 
-using namespace test;  // snapshot_builders.h
+using namespace test;  // snapshot_builders.h, external_parsers.h
 namespace pb = io::prometheus::client;
 
 // Every length-delimited MetricFamily of a page; fails the test on bytes
@@ -228,7 +226,8 @@ TEST(MetricsProto, TupleKeysAndHistogramLabels) {
 TEST(MetricsProto, FoldingAndClashesAsTheTextPage) {
   std::vector<std::pair<Value, Aggregate>> e;
   for (int i = 0; i < 5; ++i) e.emplace_back(I(i), hist_of({i}));
-  const std::vector<MapSnapshot> maps = {keyed("@h", AggKind::Hist, e), scalar("@lost_events", AggKind::Count, val(I(1)))};
+  const std::vector<MapSnapshot> maps = {keyed("@h", AggKind::Hist, e),
+                                         scalar("@lost_events", AggKind::Count, val(I(1)))};
   const RunMetrics run{.version = "0.1.0"};
   const MetricsPage proto = metrics_protobuf(maps, run, 3);
   const MetricsPage text = metrics_page(maps, run, MetricsFormat::Prometheus, 3);
@@ -247,8 +246,8 @@ TEST(MetricsProto, FoldingAndClashesAsTheTextPage) {
   EXPECT_EQ(names, (std::vector<std::string>{"bpfscope_build_info", "bpfscope_h", "bpfscope_lost_events_total",
                                               "bpfscope_series_folded_total"}));
 
-  // Keys 0 and 1 (the smallest counts... all equal: the first in key order)
-  // fold into other="true", whose native buckets add up.
+  // Every key has one value: the first two in key order, 0 and 1, fold
+  // into other="true", whose native buckets add up (a zero and a 1).
   const pb::MetricFamily& h = fs[1];
   ASSERT_EQ(h.metric_size(), 4);
   const pb::Metric& other = h.metric(3);
@@ -273,16 +272,6 @@ TEST(MetricsProto, NothingServedIsEmpty) {
 
 // ---- protoc, an independent reader ----
 
-// Runs a shell command; its status and what it printed (both streams).
-int run_shell(const std::string& cmd, std::string& output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  return pclose(p);
-}
-
 TEST(MetricsProto, ProtocDecodesAFamily) {
   const std::string page = metrics_protobuf({hist_map("@lat", hist_of({0, 1, 2, 3, 4, 1000}))}, RunMetrics{}).text;
   // The histogram's message, without its length: the second family, after
@@ -294,14 +283,13 @@ TEST(MetricsProto, ProtocDecodesAFamily) {
   ASSERT_TRUE(in.Skip(static_cast<int>(size)));
   ASSERT_TRUE(in.ReadVarint32(&size));
   const std::string message = page.substr(static_cast<size_t>(in.CurrentPosition()), size);
-  const std::string path = (std::filesystem::temp_directory_path() / "bpfscope-metrics-proto.bin").string() +
-                           std::to_string(getpid());
+  const ScratchDir dir;
+  const std::string path = dir.path + "/family.bin";
   std::ofstream(path, std::ios::binary) << message;
   std::string out;
   const int status = run_shell(std::string("protoc --proto_path=") + BPFSCOPE_SOURCE_DIR +
                                    "/src/output --decode=io.prometheus.client.MetricFamily metrics.proto < " + path,
                                out);
-  std::filesystem::remove(path);
   ASSERT_EQ(status, 0) << out;
   for (const char* want : {"name: \"bpfscope_lat\"", "type: HISTOGRAM", "sample_count: 6", "schema: 0",
                            "zero_threshold: 2.9387358770557188e-39", "zero_count: 1",
