@@ -5,8 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# libprotobuf-dev and protobuf-compiler: the Prometheus protobuf encoder
+# (bpfscope_metrics_proto, src/output/metrics.proto), built beside bpfscope
+# but not linked into it.
 apt-get install -y -qq --no-install-recommends \
-  g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev >/dev/null
+  g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
+  libprotobuf-dev protobuf-compiler >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBPFSCOPE_TESTS=OFF >/dev/null
 ninja -C build bpfscope
 ./build/bpfscope -e 'BEGIN { printf("bpfscope works: hello from BPF\n"); exit(); }'

@@ -32,7 +32,8 @@ report() {
 }
 trap report EXIT
 
-if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libgtest-dev cmake ninja-build pkg-config g++ \
+if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libprotobuf-dev protobuf-compiler \
+      libgtest-dev cmake ninja-build pkg-config g++ \
       bpftrace python3 chromium python3-pyte linux-perf prometheus >/dev/null 2>&1; then
   apt-get update -qq
   # bpftrace is the comparison oracle of the benchmarks; the traffic tools
@@ -41,10 +42,8 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libgt
   # test_heatmap.py); python3-pyte is the terminal the terminal heat map is drawn on;
   # perf counts the scheduler tools' tracepoint beside them (tests/runtime/tools/schedwitness.py);
   # prometheus brings promtool, Prometheus's own parser, which judges every metrics page
-  # the tests read (tests/output/metrics_test.cpp, tests/runtime/tools/metricsrun.py), and
-  # the server that scrapes two bpfscope endpoints in tests/runtime/tools/test_prometheus.py.
-  apt-get install -y -qq --no-install-recommends \
-    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
+if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libprotobuf-dev protobuf-compiler \
+      libgtest-dev cmake ninja-build pkg-config g++ \
     libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
     prometheus >/dev/null
 fi

@@ -564,6 +564,8 @@ std::string json_helper_error(std::string_view msg, std::string_view helper, int
 // reserves (le in a histogram, quantile in a summary, other, one starting
 // with '_' or a digit) gets the prefix key_.
 // Series are sorted by key (REFERENCE 4.3).
+// The same families in Prometheus's protobuf format, with hist() maps as
+// native histograms: metrics_proto.h, in its own library.
 
 enum class MetricsFormat { Prometheus, OpenMetrics };
 

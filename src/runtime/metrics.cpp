@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "http/http.h"
+#include "output/metrics_proto.h"
 
 namespace bpfscope::runtime {
 
@@ -135,16 +136,22 @@ void MetricsEndpoint::remove(MetricsSource* source) {
 }
 
 std::string MetricsEndpoint::page(const std::string& accept, std::string_view& content_type) {
+  // The format the scraper names: Prometheus lists protobuf only when its
+  // native histograms are on, and prefers it then; OpenMetrics by default.
+  const bool protobuf = accept.find("application/vnd.google.protobuf") != std::string::npos &&
+                        accept.find("proto=io.prometheus.client.MetricFamily") != std::string::npos &&
+                        accept.find("encoding=delimited") != std::string::npos;
   const auto format = accept.find("application/openmetrics-text") != std::string::npos
                           ? output::MetricsFormat::OpenMetrics
                           : output::MetricsFormat::Prometheus;
-  content_type = output::metrics_content_type(format);
+  content_type = protobuf ? output::kMetricsProtobufContentType : output::metrics_content_type(format);
   std::lock_guard one(page_);
   std::vector<output::MapSnapshot> maps;
   output::RunMetrics run{.version = BPFSCOPE_VERSION};
   for (MetricsSource* source : sources_) source->collect(maps, run);
   run.series_folded = folded_;
-  output::MetricsPage p = output::metrics_page(maps, run, format, max_series_);
+  output::MetricsPage p = protobuf ? output::metrics_protobuf(maps, run, max_series_)
+                                   : output::metrics_page(maps, run, format, max_series_);
   folded_ = std::move(p.series_folded);
   return std::move(p.text);
 }

@@ -18,40 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "external_parsers.h"
 #include "output/output.h"
 #include "snapshot_builders.h"
 
 namespace bpfscope::output::metrics_test {
 namespace {
 
-using namespace test;  // snapshot_builders.h
+using namespace test;  // snapshot_builders.h, external_parsers.h
 
 constexpr MetricsFormat kText = MetricsFormat::Prometheus;
 constexpr MetricsFormat kOpen = MetricsFormat::OpenMetrics;
 
 // ---- promtool ----
-
-// A directory for one check, removed afterwards.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "bpfscope-metrics-XXXXXX").string();
-    path = mkdtemp(t.data()) ? t : "";
-  }
-  ~ScratchDir() {
-    if (!path.empty()) std::filesystem::remove_all(path);
-  }
-};
-
-// Runs a shell command; its status and what it printed (both streams).
-int run_shell(const std::string& cmd, std::string& output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  return pclose(p);
-}
 
 // Every sample line's series (its name and labels) once.
 void expect_unique_series(const std::string& page) {
