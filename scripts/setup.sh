@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# libprotobuf-dev and protobuf-compiler: the Prometheus protobuf encoder
-# (bpfscope_metrics_proto, src/output/metrics.proto), built beside bpfscope
-# but not linked into it.
+# libmicrohttpd-dev: the metrics endpoint's HTTP module (bpfscope-http.so);
+# libprotobuf-dev and protobuf-compiler: its protobuf pages (native
+# histograms, src/output/metrics.proto).
 apt-get install -y -qq --no-install-recommends \
   g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
   libprotobuf-dev protobuf-compiler >/dev/null

@@ -42,8 +42,13 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libpr
   # test_heatmap.py); python3-pyte is the terminal the terminal heat map is drawn on;
   # perf counts the scheduler tools' tracepoint beside them (tests/runtime/tools/schedwitness.py);
   # prometheus brings promtool, Prometheus's own parser, which judges every metrics page
-if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libprotobuf-dev protobuf-compiler \
-      libgtest-dev cmake ninja-build pkg-config g++ \
+  # the tests read (tests/output/metrics_test.cpp, tests/runtime/tools/metricsrun.py), and
+  # the server that scrapes bpfscope endpoints in tests/runtime/tools/test_prometheus.py.
+  # libmicrohttpd-dev: the metrics endpoint's HTTP module; libprotobuf-dev and
+  # protobuf-compiler: its protobuf pages (native histograms).
+  apt-get install -y -qq --no-install-recommends \
+    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
+    libprotobuf-dev protobuf-compiler \
     libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
     prometheus >/dev/null
 fi

@@ -90,8 +90,8 @@ OPTIONS:
     --prometheus-token FILE
                    every request to the endpoint must carry "Authorization: Bearer TOKEN",
                    TOKEN being what FILE holds
-    --max-series N series a map serves at most (default 10000); its other keys fold into one
-                   series labelled other="true"
+    --max-series N series a page serves at most (default 10000; a hist() key is 68 of them):
+                   the maps' keys past it fold into one series per map labelled other="true"
     --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying

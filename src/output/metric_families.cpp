@@ -11,6 +11,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "output/histogram.h"
 #include "output/map_common.h"
 
 namespace bpfscope::output {
@@ -215,6 +216,22 @@ constexpr std::array kStatsGauges = {
     StatsGauge{"_max", ", the largest value", &Aggregate::max},
 };
 
+// The series one key of a map adds to a page: a histogram's buckets (those
+// with an le, +Inf), _sum and _count; a stats() map's _sum, _count, _min
+// and _max; one for the others.
+uint64_t series_per_key(const MapSnapshot& map) {
+  switch (metric_type(map.kind)) {
+    case MetricType::Histogram: {
+      const MetricFamily f{.kind = map.kind, .hist = map.hist};
+      uint64_t n = 3;
+      for (size_t i = 0; i < bucket_count(f); ++i) n += bucket_max(i, map.kind, map.hist) ? 1 : 0;
+      return n;
+    }
+    case MetricType::Summary: return 4;
+    default: return 1;
+  }
+}
+
 // ---- the run's families ----
 
 // A family the run serves, and how its series come from RunMetrics.
@@ -373,10 +390,23 @@ MetricFamilies page_metric_families(const std::vector<MapSnapshot>& maps, const 
   for (const RunFamily& r : kRunFamilies)
     for (std::string& n : sample_names(r.name, r.type)) taken.insert(std::move(n));
 
+  // The series guard's budget is the page's: each map in turn serves the
+  // keys whose series fit in what the maps before it left (at least one, and
+  // the series of the keys folded into other="true").
+  uint64_t left = max_series;
   std::map<std::string, uint64_t> folded(run.series_folded.begin(), run.series_folded.end());
   for (const MapSnapshot& map : maps) {
     uint64_t n = 0;
-    std::vector<MetricFamily> fs = map_metric_families(map, max_series, n);
+    const uint64_t per_key = series_per_key(map);
+    // Folding keys takes one key's series for other="true".
+    uint64_t keys = left / per_key;
+    if (map.entries.size() > keys && keys > 0) --keys;
+    keys = max_series == 0 ? 0 : std::max<uint64_t>(1, keys);
+    std::vector<MetricFamily> fs = map_metric_families(map, keys, n);
+    if (max_series != 0) {
+      const uint64_t served = fs.empty() ? 0 : fs.front().series.size() * per_key;
+      left -= std::min(left, served);
+    }
     if (fs.empty()) continue;
     // A map's families (a stats() map's summary and gauges) are served
     // together or not at all.

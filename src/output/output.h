@@ -635,7 +635,10 @@ std::string run_metrics(const RunMetrics& run, MetricsFormat format);
 // bpfscope_series_folded_total counts the keys folded over every page
 // served: `run.series_folded` holds the counts before this page; the page
 // serves, and returns in `series_folded`, those counts plus this page's
-// folds, for each map served.
+// folds, for each map served. `max_series` (0: no limit) is the page's
+// budget of series (a hist() key has 68): the maps in order each serve the
+// keys that fit in what is left (at least one; and other="true" counts),
+// as map_metrics with that many keys (docs/metrics.md).
 struct MetricsPage {
   std::string text;
   std::vector<std::pair<std::string, uint64_t>> series_folded;  // map, keys folded so far (for the next page's run)

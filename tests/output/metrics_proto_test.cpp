@@ -233,8 +233,10 @@ TEST(MetricsProto, FoldingAndClashesAsTheTextPage) {
   const std::vector<MapSnapshot> maps = {keyed("@h", AggKind::Hist, e),
                                          scalar("@lost_events", AggKind::Count, val(I(1)))};
   const RunMetrics run{.version = "0.1.0"};
-  const MetricsPage proto = metrics_protobuf(maps, run, 3);
-  const MetricsPage text = metrics_page(maps, run, MetricsFormat::Prometheus, 3);
+  // Four keys' series (three keys and other="true"): a hist() key has 68
+  // (65 buckets with an le, +Inf, _sum and _count).
+  const MetricsPage proto = metrics_protobuf(maps, run, 4 * 68);
+  const MetricsPage text = metrics_page(maps, run, MetricsFormat::Prometheus, 4 * 68);
   EXPECT_EQ(proto.clashes, text.clashes);
   EXPECT_EQ(proto.clashes, std::vector<std::string>{"@lost_events"});
   EXPECT_EQ(proto.series_folded, text.series_folded);

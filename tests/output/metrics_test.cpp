@@ -721,6 +721,8 @@ TEST(Metrics, Page) {
       keyed("@empty", AggKind::Count, {}),
   };
   const RunMetrics run{.version = "0.1.0", .series_folded = {{"@n", 4}, {"@gone", 1}}};
+  // Two series: @n's x and other="true" (a map past the budget still serves
+  // one key: @'s).
   const MetricsPage page = metrics_page(maps, run, kText, 2);
   EXPECT_EQ(page.text, R"txt(# HELP bpfscope_build_info The bpfscope build serving these metrics
 # TYPE bpfscope_build_info gauge
@@ -734,22 +736,21 @@ bpfscope_map_total 7
 # HELP bpfscope_n_total bpfscope map @n (count())
 # TYPE bpfscope_n_total counter
 bpfscope_n_total{key="x"} 3
-bpfscope_n_total{key="y"} 2
-bpfscope_n_total{other="true"} 1
+bpfscope_n_total{other="true"} 3
 # HELP bpfscope_series_folded_total Map keys folded into the series labelled other="true", over every page served
 # TYPE bpfscope_series_folded_total counter
 bpfscope_series_folded_total{map="@"} 0
 bpfscope_series_folded_total{map="@gone"} 1
-bpfscope_series_folded_total{map="@n"} 5
+bpfscope_series_folded_total{map="@n"} 6
 )txt");
   expect_promtool_accepts(page.text, kText);
   EXPECT_EQ(page.clashes, (std::vector<std::string>{"@lost_events", "@map"}));
   EXPECT_EQ(page.series_folded,
-            (std::vector<std::pair<std::string, uint64_t>>{{"@", 0}, {"@gone", 1}, {"@n", 5}}));
+            (std::vector<std::pair<std::string, uint64_t>>{{"@", 0}, {"@gone", 1}, {"@n", 6}}));
 
   const MetricsPage open = metrics_page(maps, run, kOpen, 2);
   EXPECT_TRUE(open.text.starts_with("# TYPE bpfscope_build info\n")) << open.text;
-  EXPECT_TRUE(open.text.ends_with("bpfscope_series_folded_total{map=\"@n\"} 5\n# EOF\n")) << open.text;
+  EXPECT_TRUE(open.text.ends_with("bpfscope_series_folded_total{map=\"@n\"} 6\n# EOF\n")) << open.text;
   EXPECT_EQ(count_of(open.text, "# EOF"), 1u);
   expect_promtool_accepts(open.text, kOpen);
   // A histogram's family takes its _bucket, _count and _sum names too.
@@ -790,6 +791,49 @@ TEST(Metrics, PromtoolRefusesBrokenPages) {
 TEST(Metrics, ContentTypes) {
   EXPECT_EQ(metrics_content_type(kText), "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_EQ(metrics_content_type(kOpen), "application/openmetrics-text; version=1.0.0; charset=utf-8");
+}
+
+// --max-series bounds a page's series, not each map's: each map in turn
+// serves the keys whose series fit in what the maps before it left (a
+// hist() key has 68; the other="true" series counts too), at least one key,
+// and folds the others.
+TEST(Metrics, GuardBudgetIsThePages) {
+  std::vector<std::pair<Value, Aggregate>> counts, hists;
+  for (int i = 0; i < 10; ++i) {
+    counts.emplace_back(I(i), val(I(100 + i)));
+    hists.emplace_back(I(i), buckets(std::vector<uint64_t>(66, 1)));
+  }
+  const std::vector<MapSnapshot> maps = {keyed("@a", AggKind::Count, counts),
+                                         keyed("@latency", AggKind::Hist, hists), keyed("@z", AggKind::Count, counts)};
+  const RunMetrics run{.version = "0.1.0"};
+  // @a: all 10 keys fit; @latency: what is left holds three keys' series,
+  // two keys and other="true".
+  MetricsPage page = metrics_page(maps, run, kText, 10 + 3 * 68);
+  EXPECT_EQ(page.series_folded,
+            (std::vector<std::pair<std::string, uint64_t>>{{"@a", 0}, {"@latency", 8}, {"@z", 9}}));
+  // @a: 8 keys and other="true" take all 9; the others serve one key each.
+  page = metrics_page(maps, run, kText, 9);
+  EXPECT_EQ(page.series_folded,
+            (std::vector<std::pair<std::string, uint64_t>>{{"@a", 2}, {"@latency", 9}, {"@z", 9}}));
+  expect_promtool_accepts(page.text, kText);
+}
+
+// A tool's header names a map's family, its labels and its help.
+TEST(Metrics, ToolNames) {
+  MetricNaming naming{.name = "syscount_calls", .labels = {{"syscall"}, {"pid", "comm"}}, .help = "System calls"};
+  MapSnapshot one = keyed("@count", AggKind::Count, {{S("read"), val(I(3))}});
+  one.metric = &naming;
+  EXPECT_EQ(text_of(one, 0), R"txt(# HELP bpfscope_syscount_calls_total System calls
+# TYPE bpfscope_syscount_calls_total counter
+bpfscope_syscount_calls_total{syscall="read"} 3
+)txt");
+  MapSnapshot two = keyed("@count", AggKind::Count, {{T({I(42), S("sshd")}), val(I(5))}});
+  two.metric = &naming;
+  EXPECT_NE(text_of(two, 0).find("bpfscope_syscount_calls_total{pid=\"42\",comm=\"sshd\"} 5\n"), std::string::npos);
+  // No set of three names: the key's own.
+  MapSnapshot three = keyed("@count", AggKind::Count, {{T({I(1), I(2), I(3)}), val(I(1))}});
+  three.metric = &naming;
+  EXPECT_NE(text_of(three, 0).find("{key0=\"1\",key1=\"2\",key2=\"3\"}"), std::string::npos);
 }
 
 }  // namespace
