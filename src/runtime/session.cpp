@@ -1131,6 +1131,8 @@ class Session {
       if (pidfd) {
         ev.data.u32 = 2;
         epoll_ctl(ep.get(), EPOLL_CTL_ADD, pidfd.get(), &ev);
+      } else if (errno == ESRCH) {
+        exiting_ = true;  // it ended (and was reaped) before the probes were attached
       }
     }
     for (size_t i = 0; i < timers_.size(); ++i) {
