@@ -105,8 +105,8 @@ void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from) {
       break;
     case AggKind::Avg:
     case AggKind::Stats:
-      into.count += from.count;
-      into.total += from.total;
+      into.count = wrapping_add(into.count, from.count);
+      into.total = wrapping_add(into.total, from.total);
       keep_extreme(into.min, from.min, true);
       keep_extreme(into.max, from.max, false);
       break;
@@ -114,7 +114,7 @@ void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from) {
     case AggKind::LHist:
       if (into.buckets.size() < from.buckets.size()) into.buckets.resize(from.buckets.size());
       for (size_t i = 0; i < from.buckets.size(); ++i) into.buckets[i] += from.buckets[i];
-      into.sum += from.sum;
+      into.sum = wrapping_add(into.sum, from.sum);
       break;
   }
 }

@@ -136,6 +136,12 @@ struct MapSnapshot {
   std::vector<std::pair<Value, Aggregate>> entries;  // key (Kind::None when !keyed), value
 };
 
+// a + b as the kernel's 64-bit adds make it: wrapping, as no int64_t
+// addition may (a sum of values near 2^63, a total over CPUs).
+inline int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 // Adds `from` into `into`, two entries of a `kind` map taken as one: counts,
 // sums, averages' counts and totals, histogram buckets and sums add up,
 // min() and max() (and a stats() entry's min and max) keep the smaller or

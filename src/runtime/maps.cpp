@@ -149,7 +149,7 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
     case output::AggKind::Count:
     case output::AggKind::Sum: {
       int64_t total = 0;
-      for (int c = 0; c < n; ++c) total += i64(value.data() + c * stride);
+      for (int c = 0; c < n; ++c) total = output::wrapping_add(total, i64(value.data() + c * stride));
       a.value = m.value.is_signed || m.agg == output::AggKind::Count ? output::Value::of_int(total)
                                                                      : output::Value::of_uint(static_cast<uint64_t>(total));
       if (m.agg == output::AggKind::Count) a.value = output::Value::of_uint(static_cast<uint64_t>(total));
@@ -165,8 +165,8 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
     case output::AggKind::Stats:
       // {count, total} (Stats: then {min, max}, set where count is not 0).
       for (int c = 0; c < n; ++c) {
-        a.count += i64(value.data() + c * stride);
-        a.total += i64(value.data() + c * stride + 8);
+        a.count = output::wrapping_add(a.count, i64(value.data() + c * stride));
+        a.total = output::wrapping_add(a.total, i64(value.data() + c * stride + 8));
       }
       if (m.agg == output::AggKind::Stats) {
         a.min = extreme(value, n, stride, 16, 0, true, m.value.is_signed);
@@ -181,7 +181,7 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
       for (int c = 0; c < n; ++c) {
         const uint8_t* p = value.data() + c * stride;
         for (uint32_t b = 0; b < buckets; ++b) a.buckets[b] += static_cast<uint64_t>(i64(p + b * 8));
-        a.sum += i64(p + 8 * buckets);
+        a.sum = output::wrapping_add(a.sum, i64(p + 8 * buckets));
       }
       break;
     }

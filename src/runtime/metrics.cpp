@@ -5,9 +5,9 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -26,9 +26,10 @@ struct MetricsEndpoint::Module {
   bpfscope_http_port_fn port = nullptr;
   bpfscope_http_stop_fn stop = nullptr;
 
+  // The module stays loaded until exit: the libraries it brings (GnuTLS)
+  // may have exit handlers of their own.
   ~Module() {
     if (server) stop(server);
-    if (handle) dlclose(handle);
   }
 
   bool open(std::string& error) {

@@ -61,7 +61,7 @@ Aggregate hist_of(std::initializer_list<int64_t> values, int bits = 0) {
   int64_t sum = 0;
   for (const int64_t v : values) {
     ++b[hist_index(v, bits)];
-    sum += v;
+    sum = wrapping_add(sum, v);
   }
   return buckets(std::move(b), sum);
 }
