@@ -116,7 +116,8 @@ class Shim(http.server.BaseHTTPRequestHandler):
 def bpftrace_shim(keys, scrapes):
     prog = ("tracepoint:syscalls:sys_enter_getppid /pid == %d/ { @m[@i] = count(); @i++; } "
             "interval:s:1 { print(@m); }" % os.getpid())
-    env = dict(os.environ, BPFTRACE_MAX_MAP_KEYS=str(keys * 2))
+    # 0.17 (Debian's) reads BPFTRACE_MAP_KEYS_MAX; later ones BPFTRACE_MAX_MAP_KEYS.
+    env = dict(os.environ, BPFTRACE_MAX_MAP_KEYS=str(keys * 2), BPFTRACE_MAP_KEYS_MAX=str(keys * 2))
     p = subprocess.Popen(["bpftrace", "-f", "json", "-e", prog], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True, env=env)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Shim)
@@ -125,8 +126,11 @@ def bpftrace_shim(keys, scrapes):
 
     def read():
         for line in p.stdout:
-            msg = json.loads(line)
-            if msg.get("type") != "map":
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue  # a blank line between messages
+            if msg.get("type") != "map" or "@m" not in msg.get("data", {}):
                 continue
             lines = ["# TYPE bpftrace_m_total counter"]
             for k, v in msg["data"]["@m"].items():
