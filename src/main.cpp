@@ -55,6 +55,7 @@ OPTIONS:
                    folded stacks; other output to stderr)
     -B MODE        output buffering: line, full or none (accepted; output is flushed per batch of events)
     -q             quiet: do not print "Attached N probes"
+    -A             accepted for ply's command lines (ASCII-only output, which text output is)
     -v             verbose: also print how each probe was attached
     -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
                    bpf (libbpf; a disassembly), verifier (the kernel's log), all
@@ -466,7 +467,8 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     }
     case 'k': cli.helper_errors = true; break;
     case kVerifyIr:
-    case 'I': break;
+    case 'I':
+    case 'A': break;  // ply's -A (ASCII-only output): the text output is ASCII already
     case kInfo: fmt::print("{}", bpf::kernel_info()); return 0;
     default: return 1;
   }
@@ -1003,7 +1005,7 @@ int main(int argc, char** argv) {
   int c;
   opterr = 0;
   bool want_list = false;
-  while ((c = getopt_long(global_argc, argv, "e:o:f:B:qvd:lc:p:hVkI:", longopts, nullptr)) != -1) {
+  while ((c = getopt_long(global_argc, argv, "e:o:f:B:qvd:lc:p:hVkI:A", longopts, nullptr)) != -1) {
     if (c == '?' || c == ':') {
       fmt::print(stderr, "ERROR: unknown or incomplete option: {}\n", argv[optind - 1]);
       fmt::print(stderr, "{}", kUsage);

@@ -618,7 +618,10 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       return Val{.reg = scratch_ptr(slot.off), .type = vt, .local = vt.is_record()};
     }
     case ExprKind::Map: return map_read(id);
-    case ExprKind::Call: return call(id, e, t);
+    case ExprKind::Call:
+      // pid(), nsecs(boot): a builtin variable in a call's spelling (sema).
+      if (p_.builtin_of[id] != sema::Builtin::None) return builtin(id, t);
+      return call(id, e, t);
     case ExprKind::Unary: {
       switch (e.op) {
         case Op::Neg: {

@@ -229,6 +229,10 @@ class Parser {
   bool seen_probe_ = false;
   uint32_t file_start_ = 0;  // where the script or imported file being parsed starts
   bool last_semi_ = false;  // the last simple statement ended with ';'
+  // ply's aggregation spelling, @m.quantize(x): the call parse_postfix made
+  // of it, and its map, which parse_expr_stmt turns into @m = quantize(x).
+  ExprId method_call_ = kNone;
+  ExprId method_map_ = kNone;
   bool stopped_ = false;  // too many errors: the rest of the input is skipped
   Loc eof_loc_;
   size_t errors_ = 0;
@@ -676,9 +680,24 @@ std::optional<StmtId> Parser::parse_stmt() {
 }
 
 void Parser::parse_expr_stmt(Stmt& s) {
+  method_call_ = kNone;
   const ExprId e = parse_expr();
   s.kind = StmtKind::Expr;
   s.expr = e;
+  if (method_call_ != kNone) {
+    // ply: @m.quantize(x) is @m = quantize(x); nothing else may use it.
+    const Expr& call = prog_.exprs[method_call_];
+    if (e != method_call_)
+      return fail(call.loc, fmt::format("{}.{}() is a statement of its own: write {} = {}(...)",
+                                        prog_.exprs[method_map_].name, call.name, prog_.exprs[method_map_].name,
+                                        call.name));
+    s.kind = StmtKind::Assign;
+    s.expr = kNone;
+    s.target = method_map_;
+    s.value = e;
+    prog_.exprs[e].loc.begin = prog_.exprs[method_map_].loc.end + 1;
+    return;
+  }
   Op op = Op::None;
   for (const auto& c : kCompoundAssign)
     if (at(c.tok)) op = c.op;
@@ -694,6 +713,18 @@ void Parser::parse_expr_stmt(Stmt& s) {
   s.target = e;
   s.op = op;
   s.value = parse_expr();
+  // @m[k] = delete() (bpftrace 2018) and @m[k] = nil (ply): delete(@m[k]).
+  Expr& v = prog_.exprs[s.value];
+  const bool old_delete = v.kind == ExprKind::Call && v.name == "delete" && v.args.empty();
+  const bool nil = v.kind == ExprKind::Identifier && v.name == "nil";
+  if (op == Op::None && prog_.exprs[e].kind == ExprKind::Map && (old_delete || nil)) {
+    v.kind = ExprKind::Call;
+    v.name = "delete";
+    v.args = {e};
+    s.kind = StmtKind::Expr;
+    s.expr = s.value;
+    s.target = s.value = kNone;
+  }
 }
 
 void Parser::parse_let(Stmt& s) {
@@ -907,6 +938,17 @@ ExprId Parser::parse_postfix() {
       }
       std::string name(slice(tok_));
       advance();
+      if (!arrow && prog_.exprs[e].kind == ExprKind::Map && at(Tok::LParen)) {
+        advance();
+        Expr call;
+        call.kind = ExprKind::Call;
+        call.name = std::move(name);
+        parse_call_args(call);
+        call.loc = {start, prev_end_};
+        method_map_ = e;
+        e = method_call_ = add(std::move(call));
+        continue;
+      }
       e = add(ExprKind::Field, {start, prev_end_}, {e}, Op::None, std::move(name));
       prog_.exprs[e].arrow = arrow;
     } else if (accept(Tok::LBracket)) {

@@ -118,7 +118,13 @@ int arg_index(std::string_view name) {
   return n < 16 ? n : -1;
 }
 
+// Other spellings of a function: hist() was quantize() in bpftrace's first
+// releases (2018), and is in ply.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 1> kFunctionAliases = {{{"quantize", "hist"}}};
+
 const FunctionRow* find_function(std::string_view name) {
+  for (const auto& [alias, real] : kFunctionAliases)
+    if (name == alias) name = real;
   for (const auto& row : kFunctions)
     if (!row.name.empty() && row.name == name) return &row;
   return nullptr;

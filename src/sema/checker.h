@@ -169,6 +169,8 @@ class Checker {
   static void retarget(Type& t, AddrSpace space);
 
   Type expr(ExprId id);
+  Type identifier(ExprId id);
+  std::optional<Type> builtin_call(ExprId id);
 
   const lang::Program& ast_;
   TypedProgram& out_;
