@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "bpf/bpf.h"
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
