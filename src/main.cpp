@@ -1,28 +1,20 @@
-// bpfscope: the command line and the pipeline, top to bottom:
-//   source -> lang::parse -> sema::analyse -> ir::lower -> codegen::compile
-//          -> runtime::run
+// bpfscope: the command line, read into the driver's options
+// (src/driver/driver.h, which runs the pipeline).
 #include <fmt/format.h>
 #include <getopt.h>
 #include <signal.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include "bpf/bpf.h"
-#include "bpf/codegen/codegen.h"
-#include "ir/ir.h"
+#include "driver/driver.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
-#include "sema/sema.h"
 #include "tools/tools.h"
 
 namespace {
@@ -117,22 +109,11 @@ EXAMPLES:
         --heatmap read.svg
 )";
 
-struct Cli {
-  std::string program;
+// The command line: what the driver compiles and runs (passed to it as
+// driver::CompileOptions), and what only the command line itself needs.
+struct Cli : driver::CompileOptions {
   bool have_program = false;
-  std::string filename;  // for diagnostics: "stdin" for -e and -
-  std::vector<std::string> positional;
-  std::set<std::string> debug;
-  runtime::Options run;
   std::optional<std::string> list;
-  std::string child_cmd;
-  bool unsafe = false;  // --unsafe
-  bool helper_errors = false;  // -k (-kk): report failed probe reads and get_stackid
-  std::map<std::string, std::optional<std::string>> named_args;  // --name[=value] after --
-  std::vector<std::string> spliced_options;  // a tool's expr and spec options (lang::splice_options)
-  std::vector<lang::SplicedValue> spliced;
-  std::vector<lang::GivenArgument> given;  // a tool's arguments, for errors in the attach points that splice them
-  std::string tool_name;  // a packaged tool's name, when running one
   std::optional<std::string> metrics_token;  // --prometheus-token
   std::optional<uint64_t> max_series;        // --max-series
 };
@@ -170,161 +151,6 @@ std::optional<std::string> debug_stage(std::string_view s) {
   if (s == "libbpf") return "bpf";
   return std::nullopt;
 }
-
-uint32_t env_u32(const char* name, const char* old_name, uint32_t def) {
-  const char* v = getenv(name);
-  if (!v && old_name) v = getenv(old_name);
-  if (!v) return def;
-  char* end;
-  unsigned long x = strtoul(v, &end, 10);
-  return (*end || x == 0) ? def : static_cast<uint32_t>(x);
-}
-
-int list_probes(const std::string& pattern, bool verbose, int pid) {
-  auto out = sema::list_probes(pattern, verbose, pid);
-  if (!out) {
-    fmt::print(stderr, "ERROR: {}\n", out.error());
-    return 1;
-  }
-  fwrite(out->data(), 1, out->size(), stdout);
-  return 0;
-}
-
-uint64_t boot_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
-
-// Appends the files a script imports to `source` (a built-in tool's come
-// from tools/lib when the file system has no such file), then parses it.
-// nullopt after an error, reported to diags (located in `source`).
-std::optional<lang::Program> parse_script(lang::Source& source, lang::Diagnostics& diags) {
-  if (!lang::load_imports(source, diags, tools::library_file)) return std::nullopt;
-  return lang::parse(source, diags);
-}
-
-// Compiles the program of `cli` (a script or a tool) for runtime::run, with
-// -c's child started (its pid filters the probes). Null when it cannot: `rc`
-// is then the exit status, the errors printed.
-std::unique_ptr<runtime::Compiled> compile(Cli& cli, std::optional<runtime::Child>& child, int& rc) {
-  rc = 1;
-  uint64_t start = boot_ns();
-  lang::Diagnostics diags;
-  lang::Source source(cli.filename, cli.program);
-  auto parsed = parse_script(source, diags);
-  // A tool's user did not write its script: errors are one line each, naming
-  // the tool, with the script's location at the end.
-  if (cli.debug.empty()) cli.run.tool_name = cli.tool_name;
-  auto report = [&](const lang::Source& src) { fmt::print(stderr, "{}", diags.render(src, cli.run.tool_name)); };
-  if (!parsed) {
-    report(source);
-    return nullptr;
-  }
-  auto out = std::make_unique<runtime::Compiled>();
-  out->name = cli.tool_name;
-  // Sema keeps a pointer to the AST: it stays where it is, owned with the rest.
-  out->ast = std::make_unique<lang::Program>(std::move(*parsed));
-  lang::Program* ast = out->ast.get();
-  // The getopt() names of statements no value of a spliced option kept
-  // (argdist's print of -C counts, when only -H is given).
-  std::set<std::string> spliced_away;
-  if (!lang::splice_options(*ast, cli.spliced_options, cli.spliced, diags, &spliced_away)) {
-    report(ast->source);
-    return nullptr;
-  }
-  lang::locate_arguments(*ast, cli.given);
-  bool all = cli.debug.count("all") > 0;
-  if (all || cli.debug.count("ast")) fmt::print("{}", lang::dump(*ast));
-
-  if (!cli.child_cmd.empty()) {
-    std::string err;
-    child = runtime::start_child(cli.child_cmd, err);
-    if (!child) {
-      fmt::print(stderr, "ERROR: -c: {}\n", err);
-      return nullptr;
-    }
-  }
-
-  sema::Options sopts;
-  sopts.positional = cli.positional;
-  sopts.has_child = child.has_value();
-  if (child) sopts.child_program = child->program;
-  sopts.unsafe = cli.unsafe;
-  sopts.target_pid = cli.run.target_pid;
-  sopts.named_args = cli.named_args;
-  sopts.implied_args = spliced_away;
-  // -f folded: getopt("folded") is true, so that a script (profile,
-  // offcputime) leaves its own text layout to the folded stacks of its maps.
-  // --flamegraph too: the stacks are kept in their maps until the exit.
-  // getopt("stacks"): those maps are wanted, by those two or by a tool's
-  // recording (-f record of a tool with a "// flamegraph:" header), which
-  // keeps them beside the events of its text layout.
-  const auto imply = [&](const char* name, bool on) {
-    if (on && sopts.named_args.emplace(name, std::nullopt).second) sopts.implied_args.insert(name);
-  };
-  imply("folded", cli.run.folded || !cli.run.flamegraph_file.empty());
-  imply("stacks", cli.run.folded || !cli.run.flamegraph_file.empty() || (cli.run.recording && cli.run.tool_graph));
-  cli.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
-  sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
-  sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
-  auto typed = sema::analyse(*ast, sopts, diags);
-  report(ast->source);
-  if (!typed) return nullptr;
-  if (all || cli.debug.count("sema")) fmt::print("{}", sema::dump(*typed));
-
-  ir::LowerOptions lopts;
-  lopts.start_boot_ns = start;
-  lopts.possible_cpus = static_cast<uint32_t>(std::max(1, bpf::possible_cpus()));
-  lopts.online_cpus = static_cast<uint32_t>(std::max<size_t>(1, bpf::online_cpus().size()));
-  lopts.helper_errors = cli.helper_errors;
-  if (child) lopts.cpid = child->pid;
-  if (child) lopts.filter_pid = child->pid;
-  else if (cli.run.target_pid > 0) lopts.filter_pid = cli.run.target_pid;
-  ir::Module module = ir::lower(*typed, lopts);
-  if (all || cli.debug.count("ir")) fmt::print("{}", ir::print(module));
-
-  std::vector<codegen::Program> programs;
-  for (const auto& f : module.functions) {
-    std::string regalloc;
-    auto prog = codegen::compile(f, &regalloc);
-    if (!prog) {
-      fmt::print(stderr, "ERROR: {}\n", prog.error());
-      return nullptr;
-    }
-    if (all || cli.debug.count("regalloc")) fmt::print("{}", regalloc);
-    if (all || cli.debug.count("bpf")) fmt::print("{}", codegen::disassemble(*prog));
-    programs.push_back(std::move(*prog));
-  }
-  // The kernel's BTF served sema and lowering; loading and running need only
-  // the ids they noted (and enum names, if the program prints any). Released
-  // here, its tables are not resident while the maps, programs and ring
-  // buffer are made, nor for the whole run.
-  if (!sema::prints_enums(*typed)) typed->btf.reset();
-  fflush(stdout);
-  cli.run.debug_verifier = all || cli.debug.count("verifier");
-  // BPFTRACE_PERF_RB_PAGES: ring buffer pages (bpftrace's name; here the
-  // total, rounded up to a power of two).
-  if (uint32_t pages = env_u32("BPFTRACE_PERF_RB_PAGES", nullptr, 0); pages > 0) {
-    uint32_t bytes = 4096;
-    while (bytes / 4096 < pages && bytes < (1u << 30)) bytes <<= 1;
-    cli.run.ringbuf_bytes = bytes;
-  }
-  out->program = std::move(*typed);
-  out->module = std::move(module);
-  out->programs = std::move(programs);
-  out->options = cli.run;
-  return out;
-}
-
-int compile_and_run(Cli& cli) {
-  std::optional<runtime::Child> child;
-  int rc;
-  auto c = compile(cli, child, rc);
-  if (!c) return rc;
-  return runtime::run(c->program, c->module, std::move(c->programs), c->options, child);
-}
-
 
 // --prometheus's [ADDR:]PORT: PORT alone listens on 127.0.0.1; an IPv6
 // address is written in brackets ([::1]:9100).
@@ -522,37 +348,6 @@ int first_word(int argc, char** argv) {
   return 0;
 }
 
-// `bpfscope tools`: every tool with its description and whether it compiles
-// for this kernel (its probes exist and its types resolve), else why not.
-int list_tools() {
-  fmt::print("{:<16} {:<60} {}\n", "TOOL", "DESCRIPTION", "STATUS");
-  for (const auto& t : tools::all()) {
-    std::string err;
-    auto inv = tools::parse_args(t, tools::sample_args(t), kToolGlobals, err);
-    std::string status = "ok";
-    if (inv) {
-      lang::Diagnostics diags;
-      lang::Source source(t.path, t.source);
-      auto ast = parse_script(source, diags);
-      sema::Options sopts;
-      if (ast && !lang::splice_options(*ast, inv->spliced_options, inv->spliced, diags, &sopts.implied_args))
-        ast.reset();
-      sopts.positional = inv->positional;
-      sopts.named_args = inv->named_args;
-      if (ast) sema::analyse(*ast, sopts, diags);
-      for (const auto& d : diags.all()) {
-        if (d.severity != lang::Severity::Error) continue;
-        status = "unavailable: " + d.message;
-        break;
-      }
-    } else {
-      status = "unavailable: " + err;
-    }
-    fmt::print("{:<16} {:<60} {}\n", t.name, t.about, status);
-  }
-  return 0;
-}
-
 // Reads a tool's command line into `cli`: the script, its getopt() options
 // and positional parameters, and the global options among the words.
 std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char** argv, int from) {
@@ -645,72 +440,6 @@ std::optional<int> check_graph_options(const Cli& cli) {
   return std::nullopt;
 }
 
-// Writes a rendered picture; false (said) when the file cannot be written.
-bool write_picture(const std::string& path, std::string_view svg) {
-  std::ofstream f(path, std::ios::binary);
-  if (f) f.write(svg.data(), static_cast<std::streamsize>(svg.size()));
-  if (f) f.close();
-  if (!f) fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", path, strerror(errno));
-  return static_cast<bool>(f);
-}
-
-// What a recording is drawn into besides its text.
-struct RecordingSinks {
-  std::vector<output::MapSnapshot>* stack_maps = nullptr;  // --flamegraph: the maps keyed by stacks
-  // --heatmap: the hist() and lhist() maps printed before the exit-time
-  // maps, each at its message's "time" (a recording without times: one
-  // second apart); with heat_replaces_text (--heatmap -) they are not
-  // printed as text.
-  output::HeatMaps* heat = nullptr;
-  bool heat_replaces_text = false;
-  double start = 0;  // out: when the probes were attached (0: not recorded)
-  // out: how a tool's recording says its stacks are drawn (a map message's
-  // "graph" and "unit").
-  std::optional<output::GraphKind> graph;
-  std::string unit;
-};
-
-// Renders a recording (a run's -f record output, output::render_message):
-// its text to `out` and stderr, and its maps into `sinks`. Returns an exit
-// status.
-int render_recording(std::string_view text, const std::string& name, const output::RenderOptions& opts, FILE* out,
-                     RecordingSinks& sinks) {
-  uint64_t n = 0;
-  bool after_exit = false;
-  size_t columns = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(at, end - at);
-    at = end + 1;
-    ++n;
-    std::string error;
-    auto r = output::render_message(line, opts, error);
-    if (!r) {
-      fflush(out);
-      fmt::print(stderr, "{}:{}: ERROR: {}\n", name, n, error);
-      return 1;
-    }
-    after_exit |= r->exit;
-    if (r->attached && r->time) sinks.start = *r->time;
-    if (r->graph && !sinks.graph) {
-      sinks.graph = r->graph;
-      sinks.unit = r->unit;
-    }
-    if (sinks.heat && r->map && !after_exit && output::is_histogram(r->map->kind)) {
-      sinks.heat->add(*r->map, r->time ? *r->time : static_cast<double>(++columns));
-      if (sinks.heat_replaces_text) r->out.clear();
-    }
-    if (sinks.stack_maps && r->map && output::is_foldable(*r->map)) sinks.stack_maps->push_back(std::move(*r->map));
-    fwrite(r->out.data(), 1, r->out.size(), out);
-    if (!r->err.empty()) {
-      fflush(out);
-      fwrite(r->err.data(), 1, r->err.size(), stderr);
-    }
-  }
-  return 0;
-}
-
 // `bpfscope render [options] INPUT`: INPUT (`-` is stdin) is a recording (a
 // run's -f record output: NDJSON, its first line a JSON object), printed again
 // as the live run printed it and, with --flamegraph, drawn; or folded stacks
@@ -744,32 +473,28 @@ int render(int argc, char** argv) {
       "  --unit   what the counts are (default: as a tool's recording says, else samples when\n"
       "           every map is a count(), else none; folded stacks: samples)\n"
       "  --minwidth  leave out frames narrower than PX pixels (default 0.5), and say how many\n";
-  std::string graph_path, text_path, heat_path;
-  output::FlameGraphOptions go;
-  bool kind_given = false, unit_given = false;  // else a tool's recording says them
-  output::HeatMapOptions ho;
-  output::RenderOptions ro;
+  driver::RecordingRender r;
   opterr = 0;
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "hf:o:", opts, nullptr)) != -1) {
     switch (c) {
-      case kOut: graph_path = optarg; break;
-      case kRenderTitle: go.title = ho.title = optarg; break;
-      case kRenderHeat: heat_path = optarg; break;
-      case kRenderInverted: go.inverted = true; break;
+      case kOut: r.graph_path = optarg; break;
+      case kRenderTitle: r.graph.title = r.heat.title = optarg; break;
+      case kRenderHeat: r.heat_path = optarg; break;
+      case kRenderInverted: r.graph.inverted = true; break;
       case kUnit:
-        go.unit = optarg;
-        unit_given = true;
+        r.graph.unit = optarg;
+        r.unit_given = true;
         break;
-      case kRenderPercentiles: ro.percentiles = true; break;
-      case 'o': text_path = optarg; break;
+      case kRenderPercentiles: r.text.percentiles = true; break;
+      case 'o': r.text_path = optarg; break;
       case 'f':
         if (strcmp(optarg, "folded") != 0 && strcmp(optarg, "text") != 0) {
           fmt::print(stderr, "ERROR: render: invalid output format \"{}\" (text or folded)\n", optarg);
           return 1;
         }
-        ro.folded = strcmp(optarg, "folded") == 0;
+        r.text.folded = strcmp(optarg, "folded") == 0;
         break;
       case kMinWidth: {
         char* end;
@@ -778,13 +503,13 @@ int render(int argc, char** argv) {
           fmt::print(stderr, "ERROR: render: --minwidth takes pixels from 0.01 to 100, not \"{}\"\n", optarg);
           return 1;
         }
-        go.min_width = w;
+        r.graph.min_width = w;
         break;
       }
       case kKind:
         if (auto k = output::graph_kind(optarg)) {
-          go.kind = *k;
-          kind_given = true;
+          r.graph.kind = *k;
+          r.kind_given = true;
           break;
         }
         fmt::print(stderr, "ERROR: render: unknown --kind \"{}\" (cpu, offcpu or offwake)\n", optarg);
@@ -810,50 +535,16 @@ int render(int argc, char** argv) {
   }
   const size_t first = text.find_first_not_of(" \t\r\n");
   const bool recording = first != std::string::npos && text[first] == '{';
-  if (recording) {
-    FILE* out = stdout;
-    if (!text_path.empty() && !(out = fopen(text_path.c_str(), "w"))) {
-      fmt::print(stderr, "ERROR: render: cannot write {}: {}\n", text_path, strerror(errno));
-      return 1;
-    }
-    output::HeatMaps heat;
-    std::vector<output::MapSnapshot> stack_maps;
-    RecordingSinks sinks{.stack_maps = graph_path.empty() ? nullptr : &stack_maps,
-                         .heat = heat_path.empty() ? nullptr : &heat,
-                         .heat_replaces_text = heat_path == "-"};
-    int rc = render_recording(text, name, ro, out, sinks);
-    ho.start = sinks.start;
-    if (sinks.graph && !kind_given) go.kind = *sinks.graph;
-    if (!unit_given) go.unit = sinks.unit;  // "": samples if the maps are counts, as the live graph
-    if (!rc && heat_path == "-") {
-      const std::string t = output::heatmap_terminal(heat.series(), ho, runtime::terminal_width(out));
-      fwrite(t.data(), 1, t.size(), out);
-    }
-    if (out != stdout) fclose(out);
-    if (!rc && !heat_path.empty() && heat_path != "-") {
-      if (heat.empty())
-        fmt::print(stderr, "WARNING: render: {} printed no hist() or lhist() map before its exit-time maps; {} "
-                   "shows no heat map\n", name, heat_path);
-      if (!write_picture(heat_path, output::heatmap_svg(heat.series(), ho))) rc = 1;
-    }
-    if (rc || graph_path.empty()) return rc;
-    const auto layout = output::stack_layout(sinks.graph.value_or(output::GraphKind::Cpu));
-    return write_picture(graph_path, output::maps_flamegraph(stack_maps, layout, go).svg) ? 0 : 1;
-  }
-  if (!heat_path.empty()) {
+  if (recording) return driver::render_recording(text, name, std::move(r));
+  if (!r.heat_path.empty()) {
     fmt::print(stderr, "ERROR: render: --heatmap draws a recording's histograms; {} holds folded stacks\n", name);
     return 1;
   }
-  if (graph_path.empty()) {
+  if (r.graph_path.empty()) {
     fmt::print(stderr, "ERROR: render: nothing to do: give --flamegraph OUT.svg (the input holds folded stacks)\n{}", usage);
     return 1;
   }
-  auto folded = output::read_folded(text, name);
-  if (!folded) {
-    fmt::print(stderr, "{}\n", folded.error());
-    return 1;
-  }
-  return write_picture(graph_path, output::flamegraph_svg(*folded, go).svg) ? 0 : 1;
+  return driver::render_folded(text, name, r.graph_path, r.graph);
 }
 
 constexpr const char* kServeUsage = R"(USAGE:
@@ -951,9 +642,8 @@ int serve(int argc, char** argv) {
       cli.run.ringbuf_bytes = runtime::kQuietRingbuf;
     }
     std::optional<runtime::Child> child;
-    int rc;
-    auto c = compile(cli, child, rc);
-    if (!c) return rc;
+    auto c = driver::compile(cli, child);
+    if (!c) return 1;
     runs.push_back(std::move(c));
   }
   return runtime::serve(runs, *base.run.metrics);
@@ -982,7 +672,7 @@ int main(int argc, char** argv) {
   int tool_at = first_word(argc, argv);
   if (tool_at) {
     std::string_view word = argv[tool_at];
-    if (word == "tools") return list_tools();
+    if (word == "tools") return driver::list_tools(kToolGlobals);
     if (word == "render" && tool_at == 1) return render(argc - 1, argv + 1);
     if (word == "serve" && tool_at == 1) return serve(argc - 1, argv + 1);
     if (const tools::Tool* t = tools::find(word); t && word.find('/') == std::string_view::npos) {
@@ -1017,14 +707,14 @@ int main(int argc, char** argv) {
     if (auto rc = load_tool(cli, *tool, argc, argv, tool_at + 1)) return *rc;
     if (auto rc = check_graph_options(cli)) return *rc;
     if (auto rc = check_metrics_options(cli)) return *rc;
-    return compile_and_run(cli);
+    return driver::compile_and_run(cli);
   }
   // getopt_long consumes the first `--` and moves it in front of the
   // non-options it had skipped: argv[optind - 1] is then `--` (`-e PROG --
   // --n=5`, `s.bt -q -- --n=5`), and every word from optind on came before or
   // after it in the order given.
   bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-  if (want_list) return list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid);
+  if (want_list) return driver::list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid);
   if (!cli.have_program) {
     if (optind >= argc) {
       fmt::print(stderr, "ERROR: no program given (use -e 'program', a file, or - for stdin)\n{}", kUsage);
@@ -1060,5 +750,5 @@ int main(int argc, char** argv) {
   }
   if (auto rc = check_graph_options(cli)) return *rc;
   if (auto rc = check_metrics_options(cli)) return *rc;
-  return compile_and_run(cli);
+  return driver::compile_and_run(cli);
 }

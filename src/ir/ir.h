@@ -1,6 +1,6 @@
 // The IR: BPF-shaped three-address code over virtual registers, in basic
 // blocks, with explicit helper calls, map references and source locations.
-// One ir::Function per BPF program. The backend (src/bpf/codegen) allocates
+// One ir::Function per BPF program. The backend (src/codegen) allocates
 // registers and emits instructions from it.
 #pragma once
 

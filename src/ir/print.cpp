@@ -1,4 +1,4 @@
-// Text form of the IR (-d ir) and the structural verifier.
+// Text form of the IR (-d ir).
 #include <fmt/format.h>
 
 #include <array>
@@ -19,8 +19,6 @@ std::string v(VregId r) { return r == kNoVreg ? "?" : fmt::format("v{}", r); }
 std::string operand_b(const Inst& i) { return i.b == kNoVreg ? fmt::format("{}", i.imm) : v(i.b); }
 
 std::string mem(const Inst& i) { return fmt::format("*(u{} *)({} {:+})", i.size * 8, v(i.a), i.off); }
-
-bool is_terminator(Opcode op) { return op == Opcode::Jump || op == Opcode::Branch || op == Opcode::Ret; }
 
 }  // namespace
 
@@ -70,28 +68,6 @@ std::string print(const Module& m) {
   std::string out = fmt::format("scratch {} bytes, zero {} bytes\n", m.scratch_size, m.zero_size);
   for (const auto& f : m.functions) out += print(f);
   return out;
-}
-
-std::string verify(const Function& f) {
-  for (size_t b = 0; b < f.blocks.size(); ++b) {
-    const auto& insts = f.blocks[b].insts;
-    if (insts.empty()) return fmt::format("bb{} is empty", b);
-    for (size_t k = 0; k < insts.size(); ++k) {
-      const Inst& i = insts[k];
-      bool last = k + 1 == insts.size();
-      if (is_terminator(i.op) != last) return fmt::format("bb{}: terminator misplaced at {}", b, k);
-      if ((i.op == Opcode::Jump || i.op == Opcode::Branch) && (i.t >= f.blocks.size() || i.f >= f.blocks.size()))
-        return fmt::format("bb{}: branch to a missing block", b);
-      for (VregId r : {i.dst, i.a, i.b})
-        if (r != kNoVreg && r >= f.vreg_count) return fmt::format("bb{}: vreg v{} out of range", b, r);
-      if (i.op == Opcode::Call && i.args.size() > 5) return fmt::format("bb{}: call with more than 5 arguments", b);
-      if (i.op == Opcode::Ctx && (b != 0 || k != 0)) return "ctx must be the first instruction";
-      if (i.op == Opcode::Param && (b != 0 || k > 4 || i.imm < 0 || i.imm > 4 ||
-                                    (k > 0 && insts[k - 1].op != Opcode::Param)))
-        return "params must be the first instructions";
-    }
-  }
-  return "";
 }
 
 }  // namespace bpfscope::ir

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "lang/ast.h"
 #include "lang/source.h"

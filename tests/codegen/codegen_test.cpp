@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bpf/bpf.h"
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "ir/builder.h"
 #include "ir/ir.h"
 #include "lang/lang.h"

@@ -10,7 +10,7 @@
 
 #include "../ir/lower_text.h"
 #include "bpf/bpf.h"
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "ir/ir.h"
 
 namespace bpfscope::codegen::test {

@@ -5,7 +5,7 @@
 #include <linux/bpf.h>
 
 #include "bpf/bpf.h"
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "ir/builder.h"
 #include "runtime/verifier_log.h"
 

@@ -2,7 +2,7 @@
 // verifier rejects unreachable instructions, and lowering leaves some behind:
 // code after exit() or return) and orders the rest in chains, so that a
 // branch's false successor and a jump's target come next and need no jump.
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 
 namespace bpfscope::codegen {
 

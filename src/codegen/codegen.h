@@ -1,8 +1,9 @@
 // The backend: IR function -> BPF instructions. Stages, each in its own file:
-// liveness, register allocation (linear scan over R6-R9 with spilling and
-// stack-slot reuse), and emission (instruction selection and jump
-// resolution). R0-R5 are never allocated: they carry call arguments and
-// results and serve as scratch, so a value never has to move around a call.
+// block layout, liveness, register allocation (linear scan over R6-R9 with
+// spilling and stack-slot reuse), and emission (instruction selection and
+// jump resolution); pipeline.cpp runs them in order. R0-R5 are never
+// allocated: they carry call arguments and results and serve as scratch, so a
+// value never has to move around a call.
 #pragma once
 
 #include <linux/bpf.h>

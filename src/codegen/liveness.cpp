@@ -1,6 +1,6 @@
 // Backward dataflow over the CFG: live_in(b) = use(b) | (live_out(b) - def(b)),
 // live_out(b) = union of live_in over successors; iterated to a fixed point.
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 
 namespace bpfscope::codegen {
 namespace {

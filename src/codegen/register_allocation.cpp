@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 
 namespace bpfscope::codegen {
 namespace {

@@ -1,7 +1,7 @@
 // A BPF disassembler for -d bpf, in the kernel verifier's notation.
 #include <fmt/format.h>
 
-#include "bpf/codegen/codegen.h"
+#include "codegen/codegen.h"
 
 namespace bpfscope::codegen {
 namespace {
