@@ -95,11 +95,25 @@ std::vector<std::string> split_attach_point(std::string_view s) {
   return parts;
 }
 
-std::optional<uint64_t> parse_u64(std::string_view s) {
+std::optional<uint64_t> parse_digits(std::string_view s) {
   uint64_t v = 0;
   if (s.empty()) return std::nullopt;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// A count in a probe: "1000000", or bpftrace's exponent form "1e6".
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  const size_t e = s.find_first_of("eE");
+  if (e == std::string_view::npos) return parse_digits(s);
+  auto v = parse_digits(s.substr(0, e));
+  const auto exp = parse_digits(s.substr(e + 1));
+  if (!v || !exp) return std::nullopt;
+  for (uint64_t i = 0; i < *exp; ++i) {
+    if (*v > UINT64_MAX / 10) return std::nullopt;
+    *v *= 10;
+  }
   return v;
 }
 
