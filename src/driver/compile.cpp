@@ -110,6 +110,10 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
 
   ir::LowerOptions lopts;
   lopts.start_boot_ns = start;
+  timespec tai;
+  clock_gettime(CLOCK_TAI, &tai);
+  lopts.tai_minus_boot_ns = static_cast<int64_t>(static_cast<uint64_t>(tai.tv_sec) * 1000000000ull +
+                                                 static_cast<uint64_t>(tai.tv_nsec) - boot_ns());
   lopts.possible_cpus = static_cast<uint32_t>(std::max(1, bpf::possible_cpus()));
   lopts.online_cpus = static_cast<uint32_t>(std::max<size_t>(1, bpf::online_cpus().size()));
   lopts.helper_errors = options.helper_errors;

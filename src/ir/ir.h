@@ -143,6 +143,7 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& program, const Module& 
 
 struct LowerOptions {
   uint64_t start_boot_ns = 0;  // `elapsed` is measured from this boot-clock time
+  int64_t tai_minus_boot_ns = 0;  // CLOCK_TAI - CLOCK_BOOTTIME at start: nsecs(sw_tai)
   int filter_pid = -1;         // -p/-c: probes other than BEGIN/END only fire for this process
   uint32_t possible_cpus = 1;  // per-CPU aggregations read in a probe are combined over these
   uint32_t online_cpus = 1;    // ncpus

@@ -905,6 +905,12 @@ Val Lowerer::builtin(ExprId id, const Type& t) {
       return Val{.reg = p, .type = t};
     }
     case sema::Builtin::Nsecs: return int_val(b_.call(BPF_FUNC_ktime_get_boot_ns, {}), t);
+    case sema::Builtin::NsecsMonotonic: return int_val(b_.call(BPF_FUNC_ktime_get_ns, {}), t);
+    case sema::Builtin::NsecsTai: return int_val(b_.call(BPF_FUNC_ktime_get_tai_ns, {}), t);
+    case sema::Builtin::NsecsSwTai: {
+      VregId boot = b_.call(BPF_FUNC_ktime_get_boot_ns, {});
+      return int_val(b_.alu(AluOp::Add, boot, b_.imm(opts_.tai_minus_boot_ns)), t);
+    }
     case sema::Builtin::Elapsed: {
       VregId now = b_.call(BPF_FUNC_ktime_get_boot_ns, {});
       return int_val(b_.alu(AluOp::Sub, now, b_.imm(static_cast<int64_t>(opts_.start_boot_ns))), t);

@@ -32,6 +32,14 @@ constexpr std::array kBuiltins = {
     BuiltinRow{.name = "kstack", .id = Builtin::Kstack, .kind = TypeKind::Stack, .size = 127, .is_signed = false},
     BuiltinRow{.name = "ustack", .id = Builtin::Ustack, .kind = TypeKind::Stack, .size = 127, .is_signed = false},
     BuiltinRow{.name = "ctx", .id = Builtin::Ctx, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    // nsecs's other clocks, only in their call spelling (no identifier has
+    // these names): CLOCK_MONOTONIC, CLOCK_TAI, and CLOCK_BOOTTIME plus the
+    // TAI offset taken at start (sw_tai, cheaper than the TAI clock).
+    BuiltinRow{.name = "nsecs(monotonic)", .id = Builtin::NsecsMonotonic, .kind = TypeKind::Int, .size = 8,
+               .is_signed = false},
+    BuiltinRow{.name = "nsecs(tai)", .id = Builtin::NsecsTai, .kind = TypeKind::Int, .size = 8, .is_signed = false},
+    BuiltinRow{.name = "nsecs(sw_tai)", .id = Builtin::NsecsSwTai, .kind = TypeKind::Int, .size = 8,
+               .is_signed = false},
 };
 
 constexpr std::array kFunctions = {
@@ -101,6 +109,9 @@ static_assert(kFunctions.size() == static_cast<size_t>(Function::UnderCgroup) + 
 constexpr BuiltinRow kArgRow{.name = "argN", .id = Builtin::Arg, .kind = TypeKind::Int, .size = 8, .is_signed = true};
 
 const BuiltinRow* find_builtin(std::string_view name) {
+  // bpftrace 0.26 names its builtins __builtin_comm... (its stdlib's macros
+  // wrap them): the same builtins.
+  if (name.starts_with("__builtin_")) name.remove_prefix(10);
   for (const auto& row : kBuiltins)
     if (row.name == name) return &row;
   if (arg_index(name) >= 0) return &kArgRow;

@@ -187,7 +187,8 @@ bool Checker::arg_count_ok(const Expr& e, const FunctionRow& row) {
 
 // A builtin variable spelt as a call, as bpftrace 0.24 and ply allow:
 // pid(), comm(), nsecs(); nsecs(boot), pid(init) and tid(init) are the
-// plain variables. nullopt when the name is no builtin variable.
+// plain variables; nsecs(monotonic|tai|sw_tai) read other clocks. nullopt
+// when the name is no builtin variable.
 std::optional<Type> Checker::builtin_call(ExprId id) {
   const Expr& e = ast_.expr(id);
   const BuiltinRow* b = find_builtin(e.name);
@@ -197,8 +198,8 @@ std::optional<Type> Checker::builtin_call(ExprId id) {
     const std::string_view arg = a.kind == ExprKind::Identifier ? std::string_view(a.name) : "";
     const bool nsecs = b->id == Builtin::Nsecs, ids = b->id == Builtin::Pid || b->id == Builtin::Tid;
     if (nsecs && (arg == "monotonic" || arg == "tai" || arg == "sw_tai")) {
-      error(a.loc, fmt::format("nsecs({}) is not supported yet: nsecs and nsecs(boot) read CLOCK_BOOTTIME", arg));
-      return Type::none();
+      out_.builtin_of[id] = find_builtin(fmt::format("nsecs({})", arg))->id;
+      return Type::integer(8, false);
     }
     if (ids && arg == "curr_ns") {
       error(a.loc, fmt::format("{}(curr_ns) is not supported yet: {} and {}(init) are the initial PID namespace's",

@@ -99,6 +99,7 @@ enum class Builtin {
   None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
   Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
   Curtask, Ppid, Pcomm, Retval, Func, Kstack, Ustack, Ctx,
+  NsecsMonotonic, NsecsTai, NsecsSwTai,  // nsecs(monotonic), nsecs(tai), nsecs(sw_tai)
 };
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.
