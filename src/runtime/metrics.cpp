@@ -183,16 +183,9 @@ MetricsSource::MetricsSource(const std::vector<sema::MapInfo>& maps, std::vector
 
 bool MetricsSource::served(size_t i) const { return !only_named_ || names_[i]; }
 
-std::unique_lock<std::mutex> MetricsSource::begin_take() {
-  std::unique_lock lock(take_);
-  takes_.fetch_add(1);
-  return lock;
-}
-
-void MetricsSource::taken(std::unique_lock<std::mutex>& take, int32_t map, const output::MapSnapshot& snap) {
+void MetricsSource::keep(int32_t map, const output::MapSnapshot& snap) {
   add_entries(snap.kind, base_[static_cast<size_t>(map)], snap.entries);
   takes_.fetch_add(1);
-  take.unlock();
 }
 
 bool MetricsSource::keeps(int32_t map) const {
@@ -207,7 +200,7 @@ output::MapSnapshot MetricsSource::read(size_t i) const {
 
 void MetricsSource::collect(std::vector<output::MapSnapshot>& maps, output::RunMetrics& run) {
   std::vector<output::MapSnapshot> snaps;
-  std::vector<std::vector<std::pair<output::Value, output::Aggregate>>> base;
+  std::vector<Entries> base;
   // The maps are read while no take is under way, and again when one began
   // meanwhile. After a few tries the read holds the take lock, and a take
   // waits for it.

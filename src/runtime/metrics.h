@@ -31,13 +31,19 @@ class MetricsSource {
                 std::function<output::RunMetrics()> run);
 
   // Counters stay monotonic across clear(), zero() and print-then-clear:
-  // the session takes a map's entries (Read::Take, or a read before it
-  // zeroes them) while it holds begin_take()'s lock, and hands them to
-  // taken(), which adds them to the map's served base. A page read while a
-  // take is under way is read again, so it never sees the entries both gone
-  // from the map and not yet in the base.
-  [[nodiscard]] std::unique_lock<std::mutex> begin_take();
-  void taken(std::unique_lock<std::mutex>& take, int32_t map, const output::MapSnapshot& snap);
+  // `take` reads map `map` and takes its entries out (Read::Take, or a read
+  // before it zeroes them); what it returns is added to the map's served
+  // base, and returned. A page read while a take is under way is read
+  // again, so it never sees the entries both gone from the map and not yet
+  // in the base.
+  template <typename F>
+  output::MapSnapshot take(int32_t map, F&& take) {
+    std::lock_guard lock(take_);
+    takes_.fetch_add(1);
+    output::MapSnapshot snap = take();
+    keep(map, snap);
+    return snap;
+  }
   // Whether a take of map `map` must keep what it takes (its kind is served
   // as counters), rather than just clear it.
   bool keeps(int32_t map) const;
@@ -49,6 +55,7 @@ class MetricsSource {
  private:
   output::MapSnapshot read(size_t i) const;
   bool served(size_t i) const;
+  void keep(int32_t map, const output::MapSnapshot& snap);  // take()'s end: under take_
 
   const std::vector<sema::MapInfo>& maps_;
   std::vector<int> fds_;

@@ -904,10 +904,11 @@ class Session {
         if (metrics_ && metrics_->keeps(a.map)) {
           // What is zeroed stays counted (an update between the read and
           // the zeroing is lost to the counters).
-          auto take = metrics_->begin_take();
-          auto snap = read_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_, shared_names_.get());
-          zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
-          metrics_->taken(take, a.map, snap);
+          metrics_->take(a.map, [&] {
+            auto snap = read_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_, shared_names_.get());
+            zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
+            return snap;
+          });
         } else {
           zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
         }
@@ -953,11 +954,9 @@ class Session {
   output::MapSnapshot read_for_print(int32_t i, Read mode) {
     const auto& m = p_.maps[static_cast<size_t>(i)];
     const int fd = map_fds_[static_cast<size_t>(i)].get();
-    if (mode != Read::Take || !metrics_ || !metrics_->keeps(i)) return read_map(m, fd, ncpus_, shared_names_.get(), mode);
-    auto take = metrics_->begin_take();
-    auto snap = read_map(m, fd, ncpus_, shared_names_.get(), Read::Take);
-    metrics_->taken(take, i, snap);
-    return snap;
+    const auto read = [&] { return read_map(m, fd, ncpus_, shared_names_.get(), mode); };
+    if (mode != Read::Take || !metrics_ || !metrics_->keeps(i)) return read();
+    return metrics_->take(i, read);
   }
 
   void drain() {
@@ -979,13 +978,20 @@ class Session {
     return 0;
   }
 
+  // How many updates of script map i failed so far (the map was full),
+  // summed over CPUs.
+  uint64_t failed_updates(uint32_t i) const {
+    std::vector<uint64_t> v(static_cast<size_t>(ncpus_));
+    if (bpf_map_lookup_elem(map_fds_[m_.support.failed].get(), &i, v.data()) != 0) return 0;
+    uint64_t total = 0;
+    for (auto x : v) total += x;
+    return total;
+  }
+
   // At exit: how many updates of each script map failed (a full map).
   void report_failed_updates() {
-    std::vector<uint64_t> v(ncpus_);
     for (uint32_t i = 0; i < p_.maps.size(); ++i) {
-      if (bpf_map_lookup_elem(map_fds_[m_.support.failed].get(), &i, v.data()) != 0) continue;
-      uint64_t total = 0;
-      for (auto x : v) total += x;
+      const uint64_t total = failed_updates(i);
       if (total == 0) continue;
       const auto& m = p_.maps[i];
       fmt::print(stderr, "WARNING: Map full: {} update{} of {} failed ({} entries)\n", total, total == 1 ? "" : "s",
@@ -1080,13 +1086,8 @@ class Session {
   // probes are attached (nothing it reads changes then).
   output::RunMetrics run_metrics() const {
     output::RunMetrics run{.lost_events = lost_total()};
-    std::vector<uint64_t> v(static_cast<size_t>(ncpus_));
-    for (uint32_t i = 0; i < p_.maps.size(); ++i) {
-      uint64_t total = 0;
-      if (bpf_map_lookup_elem(map_fds_[m_.support.failed].get(), &i, v.data()) == 0)
-        for (auto x : v) total += x;
-      run.map_full.push_back({p_.maps[i].name, total, o_.tool_name});
-    }
+    for (uint32_t i = 0; i < p_.maps.size(); ++i)
+      run.map_full.push_back({p_.maps[i].name, failed_updates(i), o_.tool_name});
     each_probe([&](const std::string& probe, sema::ProbeKind, const char* how, uint64_t n) {
       run.probes.push_back({probe, how, o_.tool_name});
       run.probe_skipped.push_back({probe, n, o_.tool_name});
