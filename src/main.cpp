@@ -565,30 +565,32 @@ EXAMPLE:
 int serve(int argc, char** argv) {
   Cli base;
   bool want_list = false;
-  int i = 1;
-  for (; i < argc && argv[i][0] == '-'; ++i) {
-    std::string_view a = argv[i];
-    if (a == "-h" || a == "--help") {
+  // serve's own options come before the first tool ('+': getopt stops there).
+  static const option serve_options[] = {
+      {"prometheus", required_argument, nullptr, kPrometheus},
+      {"prometheus-token", required_argument, nullptr, kPrometheusToken},
+      {"max-series", required_argument, nullptr, kMaxSeries},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, "+:h", serve_options, nullptr)) != -1;) {
+    if (c == 'h') {
       fmt::print("{}", kServeUsage);
       return 0;
     }
-    std::string name(a.substr(2, a.find('=') == std::string_view::npos ? std::string_view::npos : a.find('=') - 2));
-    const bool ours = a.starts_with("--") && (name == "prometheus" || name == "prometheus-token" || name == "max-series");
-    if (!ours) {
-      fmt::print(stderr, "ERROR: serve: unknown option {} (options of a tool follow its name)\n{}", a, kServeUsage);
+    if (c == ':') {
+      fmt::print(stderr, "ERROR: serve: {} needs a value\n", argv[optind - 1]);
       return 1;
     }
-    std::string value;
-    if (size_t eq = a.find('='); eq != std::string_view::npos) {
-      value = std::string(a.substr(eq + 1));
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      fmt::print(stderr, "ERROR: serve: {} needs a value\n", a);
+    if (c == '?') {
+      fmt::print(stderr, "ERROR: serve: unknown option {} (options of a tool follow its name)\n{}", argv[optind - 1],
+                 kServeUsage);
       return 1;
     }
-    if (auto rc = apply_option(base, option_code(name), value.c_str(), want_list)) return *rc;
+    if (auto rc = apply_option(base, c, optarg, want_list)) return *rc;
   }
+  int i = optind;
   if (!base.run.metrics) {
     fmt::print(stderr, "ERROR: serve needs --prometheus [ADDR:]PORT (Prometheus's exporter ports are all "
                "allocated, so bpfscope has no default: pick one)\n{}", kServeUsage);
