@@ -13,7 +13,7 @@ import unittest
 from blockio import LoopDev
 from cpuwork import Work
 from metricsrun import Served, value, wait_value
-from toolrun import mount_tracefs
+from toolrun import LossyPair, mount_tracefs, tcp_session
 
 
 class ToolMetricsTest(unittest.TestCase):
@@ -86,6 +86,40 @@ class ToolMetricsTest(unittest.TestCase):
         self.assertAlmostEqual(sum(float(c[6]) for c in printed) * 1024, tx, delta=0.005 * 1024 * k)
         self.assertAlmostEqual(sum(float(c[7]) for c in printed) * 1024, rx, delta=0.005 * 1024 * k)
         self.assertFalse(any(l.startswith("@") for l in run.lines), run)
+
+    def test_biosnoop_counts_its_events(self):
+        # Served-only counters of the lines biosnoop prints, by disk and op.
+        with LoopDev() as dev:
+            with Served(["biosnoop", "-d", dev.name]) as s:
+                dev.dd(count=25)
+                dev.dd(write=False, count=15)
+                wait_value(s, "bpfscope_biosnoop_ios_total", 15, disk=dev.name, op="R")
+                page = s.scrape()
+                run = s.finish()
+        self.assertEqual(run.rc, 0, run)
+        printed = {op: [l for l in run.lines if l.split()[3:5] == [dev.name, op]] for op in ("R", "W")}
+        self.assertEqual(value(page, "bpfscope_biosnoop_ios_total", disk=dev.name, op="W"), 25)
+        self.assertEqual(value(page, "bpfscope_biosnoop_ios_total", disk=dev.name, op="R"), 15)
+        self.assertEqual(len(printed["W"]), 25, run)
+        self.assertEqual(len(printed["R"]), 15, run)
+        self.assertEqual(value(page, "bpfscope_biosnoop_bytes_total", disk=dev.name, op="W"), 25 * 4096)
+        self.assertFalse(any(l.startswith("@") for l in run.lines), run)
+
+    def test_tcpretrans_counts_its_events(self):
+        # Under induced loss: the served-only counter of retransmits to the
+        # pair's addresses equals the lines tcpretrans printed for them.
+        with LossyPair("rtxm", 5303, match="meta length > 200") as pair:
+            with Served(["tcpretrans"]) as s:
+                tcp_session(pair, "a", pair.addr4["a"], 5303, 3000000)
+                pair.wait_settled(5303)
+                time.sleep(0.3)
+                page = s.scrape()
+                run = s.finish()
+            events = pair.mine(run.lines[1:])
+        served = sum(v for (name, labels), v in page.items() if name == "bpfscope_tcpretrans_retransmits_total"
+                     and dict(labels)["raddr"] in pair.addr4.values())
+        self.assertGreater(len(events), 0, run)
+        self.assertEqual(served, len(events), run)
 
     def test_syscount_by_syscall(self):
         n = 3000
