@@ -6,6 +6,7 @@
 //   4-byte key used to look the scratch value up;
 // - every key and record is fully written (string tails zeroed) before use;
 // - every map lookup is null-checked before the pointer is used.
+#include "builtins/builtins.h"
 #include "ir/lowerer.h"
 
 namespace bpfscope::ir::detail {
@@ -300,7 +301,8 @@ void Lowerer::assign(const Stmt& s) {
   const Expr& target = ast_.expr(s.target);
   if (target.kind == ExprKind::Map) {
     const Expr& value = ast_.expr(s.value);
-    if (value.kind == ExprKind::Call && sema::is_aggregation(p_.function_of[s.value])) {
+    const builtins::Function* f = value.kind == ExprKind::Call ? p_.function_of[s.value] : nullptr;
+    if (f && f->aggregation != output::AggKind::Plain) {
       aggregate(s.target, s.value);
       return;
     }
@@ -356,8 +358,8 @@ uint32_t Lowerer::var_slot(int32_t var) {
 // ---- conditions ----
 void Lowerer::cond(ExprId id, BlockId t, BlockId f) {
   const Expr& e = ast_.expr(id);
-  if (e.kind == ExprKind::Call && p_.function_of[id] == sema::Function::InList) {
-    in_list(id, t, f);
+  if (e.kind == ExprKind::Call && p_.function_of[id] && p_.function_of[id]->branch) {
+    p_.function_of[id]->branch(*this, id, t, f);
     return;
   }
   if (e.kind == ExprKind::Binary) {

@@ -62,7 +62,9 @@ class Lowerer {
   uint32_t scratch_used() const { return scratch_high_; }
   uint32_t zero_needed() const { return zero_needed_; }
 
- private:
+  // The rest is the lowerer's working state and services. It is public for
+  // the builtin functions' lowerings (src/builtins/), which are part of the
+  // lowerer's work.
   void enter_scratch(int64_t fail_ret);
 
   void end_probe();

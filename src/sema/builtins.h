@@ -1,4 +1,5 @@
-// The builtin-variable and function tables. Internal to sema.
+// The builtin-variable table. Internal to sema. (The functions are in
+// src/builtins/.)
 #pragma once
 
 #include <cstdint>
@@ -16,17 +17,8 @@ struct BuiltinRow {
   bool is_signed;
 };
 
-struct FunctionRow {
-  std::string_view name;
-  Function id;
-  uint8_t min_args;
-  uint8_t max_args;
-};
-
 const BuiltinRow* find_builtin(std::string_view name);
 // N for "argN" (0-15), else -1.
 int arg_index(std::string_view name);
-const FunctionRow* find_function(std::string_view name);
-const FunctionRow& function_row(Function f);
 
 }  // namespace bpfscope::sema

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "sema/cdefs.h"
+#include "builtins/builtins.h"
 #include "sema/checker.h"
 #include "sema/map_decls.h"
 
@@ -28,20 +29,6 @@ const char* agg_name(output::AggKind k) {
     case output::AggKind::LHist: return "lhist";
   }
   std::unreachable();
-}
-
-output::AggKind agg_of(Function f) {
-  switch (f) {
-    case Function::Count: return output::AggKind::Count;
-    case Function::Sum: return output::AggKind::Sum;
-    case Function::Avg: return output::AggKind::Avg;
-    case Function::Min: return output::AggKind::Min;
-    case Function::Max: return output::AggKind::Max;
-    case Function::Stats: return output::AggKind::Stats;
-    case Function::Hist: return output::AggKind::Hist;
-    case Function::LHist: return output::AggKind::LHist;
-    default: return output::AggKind::Plain;
-  }
 }
 
 std::optional<int64_t> parse_int_param(std::string_view s) {
@@ -188,7 +175,7 @@ void Checker::stmt(StmtId id) {
     case StmtKind::Expr: {
       const Expr& e = ast_.expr(s.expr);
       if (e.kind == ExprKind::Call) {
-        if (const auto* row = find_function(e.name); row && is_aggregation(row->id)) {
+        if (const auto* f = find_function_(e.name); f && f->aggregation != output::AggKind::Plain) {
           error(e.loc, fmt::format("{}() should be assigned to a map", e.name));
           return;
         }
@@ -373,8 +360,8 @@ void Checker::assign(const Stmt& s) {
   const Expr& target = ast_.expr(s.target);
   const Expr& value = ast_.expr(s.value);
   if (target.kind == ExprKind::Map && value.kind == ExprKind::Call && s.op == Op::None) {
-    if (const auto* row = find_function(value.name); row && is_aggregation(row->id)) {
-      aggregate(s.target, s.value, row->id);
+    if (const auto* f = find_function_(value.name); f && f->aggregation != output::AggKind::Plain) {
+      aggregate(s.target, s.value, *f);
       return;
     }
   }
@@ -450,11 +437,11 @@ void Checker::assign(const Stmt& s) {
   error(target.loc, "can only assign to variables and maps");
 }
 
-void Checker::aggregate(ExprId target_id, ExprId call_id, Function f) {
+void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Function& f) {
   const Expr& call = ast_.expr(call_id);
-  out_.function_of[call_id] = f;
-  const auto& row = function_row(f);
-  if (!arg_count_ok(call, row)) return;
+  out_.function_of[call_id] = &f;
+  if (!arg_count_ok(call, f)) return;
+  const output::AggKind kind = f.aggregation;
   Type arg = Type::integer(8, false);
   if (!call.args.empty()) {
     arg = expr(call.args[0]);
@@ -464,7 +451,7 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, Function f) {
     }
   }
   output::HistParams hist;
-  if (f == Function::Hist && call.args.size() == 2) {
+  if (kind == output::AggKind::Hist && call.args.size() == 2) {
     auto k = constant(call.args[1]);
     if (!k || *k < 0 || *k > 5) {
       error(ast_.expr(call.args[1]).loc, "hist: bits must be a constant between 0 and 5");
@@ -472,7 +459,7 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, Function f) {
     }
     hist.bits = static_cast<int>(*k);
   }
-  if (f == Function::LHist) {
+  if (kind == output::AggKind::LHist) {
     auto mn = constant(call.args[1]), mx = constant(call.args[2]), st = constant(call.args[3]);
     if (!mn || !mx || !st || *mn < 0 || *mx < 0) {
       error(call.loc, "lhist: min, max and step must be non-negative integer literals");
@@ -496,7 +483,6 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, Function f) {
   }
   MapInfo* m = map_for(target_id, /*create=*/true);
   if (!m) return;
-  output::AggKind kind = agg_of(f);
   bool fresh = m->value.kind == TypeKind::None && m->agg == output::AggKind::Plain;
   if (!fresh && m->agg != kind) {
     error(call.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when map already "
@@ -532,7 +518,7 @@ std::optional<int64_t> Checker::constant(ExprId id) {
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
   // An integer option: kstack(bcc, getopt("perf-max-stack-depth", 127)).
-  if (e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt && out_.type_of(id).kind == TypeKind::Int)
+  if (e.kind == ExprKind::Call && out_.function_of[id] && out_.function_of[id]->known && out_.type_of(id).is_int())
     return out_.const_of[id];
   return std::nullopt;
 }
@@ -602,14 +588,11 @@ std::optional<bool> Checker::known_condition(ExprId id) const {
     return known_condition(e.args[1]);
   }
   // under_cgroup(""): a tool run without -c.
-  if (e.kind == ExprKind::Call && out_.function_of[id] == Function::UnderCgroup) {
-    auto it = out_.under_cgroup_of.find(id);
-    if (it != out_.under_cgroup_of.end() && it->second.second == TypedProgram::kEveryCgroup) return true;
-    return std::nullopt;
-  }
+  if (auto it = out_.under_cgroup_of.find(id); it != out_.under_cgroup_of.end())
+    return it->second.second == TypedProgram::kEveryCgroup ? std::optional(true) : std::nullopt;
   // A string getopt()'s const_of is an index into const_strings.
   if (!out_.type_of(id).is_int() || !out_.const_of[id]) return std::nullopt;
-  const bool option = e.kind == ExprKind::Call && out_.function_of[id] == Function::Getopt;
+  const bool option = e.kind == ExprKind::Call && out_.function_of[id] && out_.function_of[id]->known;
   const bool strings = e.kind == ExprKind::Binary && (e.op == Op::Eq || e.op == Op::Ne);
   if (!option && !strings) return std::nullopt;
   return *out_.const_of[id] != 0;
@@ -1377,7 +1360,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.map_of.assign(n, -1);
     out.action_of.assign(n, -1);
     out.builtin_of.assign(n, Builtin::None);
-    out.function_of.assign(n, Function::None);
+    out.function_of.assign(n, nullptr);
     out.field_of.assign(n, FieldAccess{});
     out.for_var_of.assign(n, -1);
     out.const_of.assign(n, std::nullopt);
@@ -1391,7 +1374,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.getopt_names.clear();
     out.named_args = options.named_args;
     out.unsafe = options.unsafe;
-    Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars));
+    Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars), options.find_function);
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
       checker.check_probe(i, resolved[i]);
       target_specific[i] = checker.target_specific();

@@ -45,16 +45,21 @@ std::optional<int64_t> known_constant(std::string_view name);
 class Checker {
  public:
   Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final,
-          std::vector<Type> first_pass_vars)
-      : ast_(ast), out_(out), diags_(diags), final_(final), first_pass_vars_(std::move(first_pass_vars)) {}
+          std::vector<Type> first_pass_vars, const builtins::Function* (*find_function)(std::string_view))
+      : ast_(ast),
+        out_(out),
+        diags_(diags),
+        final_(final),
+        first_pass_vars_(std::move(first_pass_vars)),
+        find_function_(find_function) {}
 
   void check_probe(uint32_t probe_index, const std::vector<ResolvedAttachPoint>& points);
 
   bool target_specific() const { return target_specific_; }
 
- private:
-  Type uaddr_call(ExprId id);
-
+  // The rest is the checker's working state and services. It is public for
+  // the builtin functions' type rules (src/builtins/), which are part of
+  // the checker's work.
   void error(lang::Loc loc, std::string msg);
 
   Type& set(ExprId id, Type t) { return out_.expr_types[id] = std::move(t); }
@@ -85,7 +90,7 @@ class Checker {
 
   void assign(const Stmt& s);
 
-  void aggregate(ExprId target_id, ExprId call_id, Function f);
+  void aggregate(ExprId target_id, ExprId call_id, const builtins::Function& f);
 
   std::optional<int64_t> constant(ExprId id);
   std::optional<bool> known_condition(ExprId id) const;
@@ -104,7 +109,7 @@ class Checker {
 
   bool map_and_key(ExprId map_id, ExprId key_id);
 
-  bool arg_count_ok(const Expr& e, const FunctionRow& row);
+  bool arg_count_ok(const Expr& e, const builtins::Function& f);
 
   void struct_pointee(const bpf::TracepointField& f, Type& t);
 
@@ -126,17 +131,11 @@ class Checker {
 
   bool unsafe_allowed(const Expr& e);
 
-  Type pton_call(ExprId id);
 
-  Type buf_call(ExprId id);
 
-  Type signal_call(ExprId id);
 
-  Type memcmp_call(ExprId id);
 
-  Type getopt_call(ExprId id);
 
-  Type in_list_call(ExprId id);
 
   std::optional<std::string> const_string(ExprId id) const;
   // The first argument of call `id` (to `function`), checked: a string
@@ -146,9 +145,7 @@ class Checker {
 
   static std::string probe_type_name(ProbeKind k);
 
-  Type reg_call(ExprId id);
 
-  Type len_call(ExprId id);
 
   Type printf_call(ExprId id, ActionKind kind = ActionKind::Printf);
   Type print_table(ExprId id);
@@ -183,6 +180,7 @@ class Checker {
   int loop_depth_ = 0;
   std::vector<std::map<std::string, int32_t>> scopes_;
   std::optional<std::set<std::string>> pruned_;  // pruned_map(): the maps of removed branches
+  const builtins::Function* (*find_function_)(std::string_view);
 };
 
 }  // namespace bpfscope::sema::detail

@@ -20,6 +20,11 @@
 #include "output/output.h"
 #include "sema/types.h"
 
+namespace bpfscope::builtins {
+struct Function;
+const Function* find(std::string_view name);
+}  // namespace bpfscope::builtins
+
 namespace bpfscope::sema {
 
 // ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
@@ -103,17 +108,6 @@ enum class Builtin {
 };
 
 // ORDER Function: the function table in builtins.cpp has one row per kind.
-enum class Function {
-  None, Printf, Exit, Print, Clear, Zero, Delete, Time, Str,
-  Count, Sum, Avg, Min, Max, Stats, Hist, LHist,
-  Strncmp, Strlen, Bswap, Ntop, Ksym, Usym, KstackCall, UstackCall, HasKey,
-  Pton, Buf, Macaddr, Join, Strftime, Cgroupid, Cat, Signal, System, Len, Kaddr,
-  Strcontains, Strstr, Strerror, SyscallName, SignalName, Errorf, Warnf, Memcmp, Getopt,
-  Uaddr, Reg, Kptr, Uptr, PercpuKaddr, CgroupPath, Path, Override, InList, Strcat, UnderCgroup,
-};
-
-bool is_aggregation(Function f);
-
 // ORDER ActionKind: the runtime's action table has one row per kind.
 enum class ActionKind { Printf, Exit, Print, PrintValue, Table, Clear, Zero, Time, Join, Cat, System, Errorf, Warnf };
 
@@ -192,7 +186,7 @@ struct TypedProgram {
   std::vector<int32_t> map_of;    // by ExprId: index into maps for Map exprs, else -1
   std::vector<int32_t> action_of; // by ExprId: index into actions for calls that send records
   std::vector<Builtin> builtin_of;   // by ExprId: Identifier exprs naming a builtin
-  std::vector<Function> function_of; // by ExprId: Call exprs
+  std::vector<const builtins::Function*> function_of;  // by ExprId: Call exprs, their entry (src/builtins/)
   std::vector<FieldAccess> field_of;  // by ExprId: BTF struct field reads (Field exprs)
   std::vector<int32_t> for_var_of;    // by ExprId of a for-range start: the loop variable
   // by ExprId: enum constants, sizeof, offsetof; == and != of two constant strings (1 or 0)
@@ -255,6 +249,9 @@ struct Options {
   // the kernel; 0 or 1 fixes the answer (tests).
   int kprobes = -1;
   int fentry = -1;
+  // The builtin functions' entries by name (src/builtins/, which links
+  // after sema and ir).
+  const builtins::Function* (*find_function)(std::string_view name) = builtins::find;
 };
 
 // Returns nullopt when errors were reported to diags.

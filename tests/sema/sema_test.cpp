@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lang/lang.h"
+#include "builtins/builtins.h"
 #include "sema/sema.h"
 #include "symbols/symbols.h"
 
@@ -383,7 +384,7 @@ TEST(Sema, GetoptOptions) {
     if (!out.typed) return out.diags;
     std::string s;
     for (lang::ExprId e = 0; e < out.ast->exprs.size(); ++e) {
-      if (out.typed->function_of[e] != Function::Getopt) continue;
+      if (out.typed->function_of[e] != builtins::find("getopt")) continue;
       int64_t v = out.typed->const_of[e].value_or(-1);
       s += (s.empty() ? "" : ",") +
            (out.typed->type_of(e).is_string() ? out.typed->const_strings.at(static_cast<size_t>(v)) : std::to_string(v));

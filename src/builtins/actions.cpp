@@ -1,0 +1,240 @@
+#include "builtins/common.h"
+
+namespace bpfscope::builtins {
+namespace {
+
+// join(): at most this many elements, each of at most kJoinElemMax bytes
+// (and max_strlen).
+constexpr uint32_t kJoinMax = 16;
+constexpr uint32_t kJoinElemMax = 1024;
+
+// clear(@m), zero(@m): an action on a whole map.
+Type whole_map_action(Checker& c, ExprId id, const Expr& e, ActionKind kind) {
+  const Expr& a = c.ast_.expr(e.args[0]);
+  if (a.kind != ExprKind::Map || !a.args.empty()) {
+    c.error(a.loc, fmt::format("{}() expects a map with no keys", e.name));
+    return Type::none();
+  }
+  MapInfo* m = c.whole_map(e.args[0]);
+  int32_t act = c.add_action(kind, e.loc);
+  if (m) c.out_.actions[act].map = c.out_.map_of[e.args[0]];
+  c.out_.action_of[id] = act;
+  return Type::none();
+}
+
+// An action whose record holds nothing but its id.
+Val send_plain(Lowerer& l, ExprId id, const Expr& /*e*/, const Type& t) {
+  l.send(l.p_.action_of[id], {});
+  return Val{.type = t};
+}
+
+// printf() and its siblings (cat, system, errorf, warnf): the arguments
+// after the format. One divided by a floating-point literal sends its
+// integer dividend: user space divides (sema's Action::divisors).
+Val send_formatted(Lowerer& l, ExprId id, const Expr& e, const Type& t) {
+  const auto& action = l.p_.actions[l.p_.action_of[id]];
+  std::vector<Arg> args;
+  for (size_t i = 1; i < e.args.size(); ++i) {
+    const bool divided = i - 1 < action.divisors.size() && action.divisors[i - 1] != 0;
+    args.push_back({.expr = divided ? l.ast_.expr(e.args[i]).args[0] : e.args[i]});
+  }
+  if (action.with_cpu)
+    args.push_back({.val = l.int_val(l.b_.call(BPF_FUNC_get_smp_processor_id, {}), action.args.back())});
+  l.send(l.p_.action_of[id], args);
+  return Val{.type = t};
+}
+
+constexpr Function kActions[] = {
+    {.name = "printf",
+     .min_args = 1,
+     .max_args = 64,
+     .check = [](Checker& c, ExprId id, const Expr& /*e*/) -> Type { return c.printf_call(id); },
+     .lower = send_formatted,
+     .named_args = true},
+    {.name = "exit",
+     .min_args = 0,
+     .max_args = 1,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       std::vector<Type> args;
+       if (!e.args.empty()) {
+         Type t = c.expr(e.args[0]);
+         if (!t.is_int()) c.error(c.ast_.expr(e.args[0]).loc, "exit() expects an integer exit code");
+         args.push_back(Type::integer(8, true));
+       }
+       c.out_.action_of[id] = c.add_action(ActionKind::Exit, e.loc, std::move(args));
+       return Type::none();
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       std::vector<Arg> args;
+       if (!e.args.empty()) args.push_back({.expr = e.args[0]});
+       l.send(l.p_.action_of[id], args);
+       // exit() ends the probe, as in bpftrace.
+       l.end_probe();
+       l.b_.set_block(l.b_.new_block());
+       return Val{.type = t};
+     }},
+    {.name = "print",
+     .min_args = 1,
+     .max_args = 5,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       const Expr& a = c.ast_.expr(e.args[0]);
+       if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() > 1) return c.print_table(id);
+       if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() == 1 && !a.args.empty() &&
+           c.ast_.expr(a.args[0]).kind == ExprKind::Map && c.ast_.expr(a.args[0]).args.empty())
+         return c.print_hist_notes(id);
+       if (a.kind == ExprKind::Map && a.args.empty()) {
+         // print(@m, top, div, "name"): a bpfscope extension for tools, the
+         // map printed under another name (argdist's histogram headed by
+         // its expression, "args->bytes").
+         std::string shown;
+         if (e.args.size() > 4) {
+           c.error(e.loc, fmt::format("print() requires 1 to 4 arguments ({} provided)", e.args.size()));
+           return Type::none();
+         }
+         if (e.args.size() == 4) {
+           const Expr& n = c.ast_.expr(e.args[3]);
+           if (n.kind != ExprKind::String || n.sval.empty())
+             c.error(n.loc, "print(): the fourth argument (the name to print the map under) must be a string literal");
+           else
+             shown = "@" + n.sval;
+         }
+         MapInfo* m = c.whole_map(e.args[0]);
+         for (size_t i = 1; i < std::min<size_t>(e.args.size(), 3); ++i)
+           if (!c.expr(e.args[i]).is_int())
+             c.error(c.ast_.expr(e.args[i]).loc, "print(): top and div must be integers");
+         int32_t act = c.add_action(ActionKind::Print, e.loc, {Type::integer(8, false), Type::integer(8, false)});
+         if (m) c.out_.actions[act].map = c.out_.map_of[e.args[0]];
+         c.out_.actions[act].format = shown;
+         c.out_.action_of[id] = act;
+         return Type::none();
+       }
+       if (e.args.size() > 1) {
+         c.error(e.loc, "print() of a value takes one argument");
+         return Type::none();
+       }
+       Type t = c.expr(e.args[0]);
+       if (t.kind == TypeKind::None) {
+         if (!c.diags_.has_errors()) c.error(a.loc, "print() needs a value");
+         return Type::none();
+       }
+       c.out_.action_of[id] = c.add_action(ActionKind::PrintValue, e.loc, {t});
+       return Type::none();
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       const auto& action = l.p_.actions[l.p_.action_of[id]];
+       std::vector<Arg> args;
+       if (action.kind == sema::ActionKind::Print) {
+         for (size_t i = 1; i < 3; ++i) {
+           if (i < e.args.size())
+             args.push_back({.expr = e.args[i]});
+           else
+             args.push_back({.val = l.constant(0, Type::integer(8, false))});
+         }
+       } else if (action.kind == sema::ActionKind::Table) {
+         // The row limit; print((@usecs, @AVG)) has none.
+         if (action.table_hist)
+           args.push_back({.val = l.constant(0, Type::integer(8, false))});
+         else
+           args.push_back({.expr = e.args[1]});
+       } else {
+         args.push_back({.expr = e.args[0]});
+       }
+       l.send(l.p_.action_of[id], args);
+       return Val{.type = t};
+     }},
+    {.name = "clear",
+     .min_args = 1,
+     .max_args = 1,
+     .check = [](Checker& c, ExprId id, const Expr& e) { return whole_map_action(c, id, e, ActionKind::Clear); },
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       // A folded clear() sends nothing: its print() took the entries.
+       if (l.p_.actions[l.p_.action_of[id]].folded) return Val{.type = t};
+       return send_plain(l, id, e, t);
+     }},
+    {.name = "zero",
+     .min_args = 1,
+     .max_args = 1,
+     .check = [](Checker& c, ExprId id, const Expr& e) { return whole_map_action(c, id, e, ActionKind::Zero); },
+     .lower = send_plain},
+    {.name = "time",
+     .min_args = 0,
+     .max_args = 1,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       std::string fmt = "%H:%M:%S\n";
+       if (!e.args.empty()) {
+         const Expr& f = c.ast_.expr(e.args[0]);
+         if (f.kind != ExprKind::String) {
+           c.error(f.loc, "time() expects a string literal format");
+           return Type::none();
+         }
+         c.expr(e.args[0]);
+         fmt = f.sval;
+       }
+       int32_t act = c.add_action(ActionKind::Time, e.loc);
+       c.out_.actions[act].format = fmt;
+       c.out_.action_of[id] = act;
+       return Type::none();
+     },
+     .lower = send_plain},
+    {.name = "join",
+     .min_args = 1,
+     .max_args = 2,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       Type t = c.expr(e.args[0]);
+       if (t.kind != TypeKind::Int) {
+         c.error(e.loc, fmt::format("join() only supports int or pointer arguments ({} provided)", t.name()));
+         return Type::none();
+       }
+       std::string sep = " ";
+       if (e.args.size() == 2) {
+         const Expr& d = c.ast_.expr(e.args[1]);
+         if (d.kind != ExprKind::String) {
+           c.error(e.loc, fmt::format("join() expects a string literal ({} provided)", c.provided(e.args[1])));
+           return Type::none();
+         }
+         c.expr(e.args[1]);
+         sep = d.sval;
+       }
+       // A count, then kJoinMax elements of join_elem_size bytes.
+       c.out_.join_elem_size = std::min<uint32_t>(c.out_.config.max_strlen, kJoinElemMax);
+       std::vector<Type> args{Type::integer(8, false)};
+       for (uint32_t i = 0; i < kJoinMax; ++i) args.push_back(Type::string(c.out_.join_elem_size));
+       int32_t act = c.add_action(ActionKind::Join, e.loc, std::move(args));
+       c.out_.actions[act].format = sep;
+       c.out_.action_of[id] = act;
+       return Type::none();
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       l.join(e, l.p_.actions[l.p_.action_of[id]], l.p_.action_of[id]);
+       return Val{.type = t};
+     }},
+    {.name = "cat",
+     .min_args = 1,
+     .max_args = 64,
+     .check = [](Checker& c, ExprId id, const Expr& /*e*/) -> Type { return c.printf_call(id, ActionKind::Cat); },
+     .lower = send_formatted},
+    {.name = "system",
+     .min_args = 1,
+     .max_args = 64,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       if (!c.unsafe_allowed(e)) return Type::none();
+       return c.printf_call(id, ActionKind::System);
+     },
+     .lower = send_formatted},
+    {.name = "errorf",
+     .min_args = 1,
+     .max_args = 64,
+     .check = [](Checker& c, ExprId id, const Expr& /*e*/) -> Type { return c.printf_call(id, ActionKind::Errorf); },
+     .lower = send_formatted},
+    {.name = "warnf",
+     .min_args = 1,
+     .max_args = 64,
+     .check = [](Checker& c, ExprId id, const Expr& /*e*/) -> Type { return c.printf_call(id, ActionKind::Warnf); },
+     .lower = send_formatted},
+};
+
+}  // namespace
+
+std::span<const Function> actions() { return kActions; }
+
+}  // namespace bpfscope::builtins

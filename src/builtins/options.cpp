@@ -1,0 +1,157 @@
+#include "builtins/common.h"
+
+namespace bpfscope::builtins {
+namespace {
+
+constexpr Function kOptions[] = {
+    // getopt("name"[, default[, "description"]]): the value of --name on the
+    // command line after `--`, typed by the default (bool when none).
+    {.name = "getopt",
+     .min_args = 1,
+     .max_args = 3,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       const Expr& n = c.ast_.expr(e.args[0]);
+       if (n.kind != ExprKind::String) {
+         c.error(n.loc, fmt::format("getopt() expects a string literal name ({} provided)", c.provided(e.args[0])));
+         return Type::none();
+       }
+       c.expr(e.args[0]);
+       if (e.args.size() == 3) {
+         if (c.ast_.expr(e.args[2]).kind != ExprKind::String) {
+           c.error(c.ast_.expr(e.args[2]).loc, "getopt(): the description must be a string literal");
+           return Type::none();
+         }
+         c.expr(e.args[2]);
+       }
+       enum class Kind { Bool, Int, String } kind = Kind::Bool;
+       int64_t ival = 0;
+       std::string sval;
+       if (e.args.size() >= 2) {
+         const Expr& d = c.ast_.expr(e.args[1]);
+         std::string_view text = c.ast_.source.slice(d.loc);
+         c.expr(e.args[1]);
+         if (d.kind == ExprKind::String) {
+           kind = Kind::String;
+           sval = d.sval;
+         } else if (auto value = c.constant(e.args[1])) {
+           kind = text == "true" || text == "false" ? Kind::Bool : Kind::Int;
+           ival = *value;
+         } else {
+           c.error(d.loc, "getopt(): the default must be a literal (bool, integer or string)");
+           return Type::none();
+         }
+       }
+       c.out_.getopt_names.insert(n.sval);
+       if (auto it = c.out_.named_args.find(n.sval); it != c.out_.named_args.end()) {
+         const auto& v = it->second;
+         switch (kind) {
+           case Kind::Bool:
+             if (!v || *v == "true" || *v == "1")
+               ival = 1;
+             else if (*v == "false" || *v == "0")
+               ival = 0;
+             else {
+               c.error(e.loc,
+                       fmt::format("getopt(): --{} expects a boolean (true, false, 1 or 0), got \"{}\"", n.sval, *v));
+               return Type::none();
+             }
+             break;
+           case Kind::Int: {
+             auto parsed = v ? parse_int_param(*v) : std::nullopt;
+             if (!parsed) {
+               c.error(e.loc, fmt::format("getopt(): --{} expects an integer, got {}", n.sval,
+                                          v ? fmt::format("\"{}\"", *v) : "no value"));
+               return Type::none();
+             }
+             ival = *parsed;
+             break;
+           }
+           case Kind::String:
+             if (!v) {
+               c.error(e.loc, fmt::format("getopt(): --{} expects a string value (--{}=VALUE)", n.sval, n.sval));
+               return Type::none();
+             }
+             sval = *v;
+             break;
+         }
+       }
+       if (kind == Kind::String) {
+         if (sval.size() + 1 > c.out_.config.max_strlen) {
+           c.error(e.loc, fmt::format("getopt(): the value of --{} is longer than max_strlen ({})", n.sval,
+                                      c.out_.config.max_strlen));
+           return Type::none();
+         }
+         c.out_.const_of[id] = static_cast<int64_t>(c.out_.const_strings.size());
+         c.out_.const_strings.push_back(sval);
+         return Type::string(static_cast<uint32_t>(sval.size() + 1));
+       }
+       c.out_.const_of[id] = ival;
+       return kind == Kind::Bool ? Type::boolean() : Type::integer(8, true);
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr& /*e*/, const Type& t) -> Val {
+       int64_t v = l.p_.const_of[id].value_or(0);
+       if (t.is_string()) {
+         Val s = l.string_literal(l.p_.const_strings[static_cast<size_t>(v)]);
+         s.type = t;
+         return s;
+       }
+       return l.constant(v, t);
+     },
+     .known = true},
+    // in_list(x, "80,443") (a bpfscope extension, for the tools' port and pid
+    // lists): true when the integer x is one of the comma-separated integers of
+    // a compile-time string (decimal or 0x hex, spaces around commas allowed;
+    // "" is the empty list). Lowered to one compare per element.
+    {.name = "in_list",
+     .min_args = 2,
+     .max_args = 2,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       const Type x = c.expr(e.args[0]);
+       if (x.kind == TypeKind::None && c.diags_.has_errors()) return Type::none();
+       if (!x.is_int()) {
+         c.error(c.ast_.expr(e.args[0]).loc, fmt::format("in_list() expects an integer to look for ({} provided)",
+                                                         x.kind == TypeKind::None ? "none" : x.name()));
+         return Type::none();
+       }
+       c.expr(e.args[1]);
+       const lang::Loc list_loc = c.ast_.expr(e.args[1]).loc;
+       const std::optional<std::string> list = c.const_string(e.args[1]);
+       if (!list) {
+         c.error(list_loc,
+                 "in_list(): the list must be a string known when compiling: a literal (\"80,443\"), "
+                 "a string getopt(\"name\", \"\") or a positional parameter");
+         return Type::none();
+       }
+       std::vector<int64_t> values;
+       const auto trim = [](std::string_view s) {
+         while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+         while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+         return s;
+       };
+       if (!trim(*list).empty()) {
+         std::string_view rest = *list;
+         for (;;) {
+           const size_t comma = rest.find(',');
+           const std::string_view item = trim(rest.substr(0, comma));
+           const auto v = parse_int_param(item);
+           if (!v) {
+             c.error(list_loc, fmt::format("in_list(): \"{}\" is not a list of integers: \"{}\"", *list, item));
+             return Type::none();
+           }
+           values.push_back(*v);
+           if (comma == std::string_view::npos) break;
+           rest.remove_prefix(comma + 1);
+         }
+       }
+       c.out_.in_list_of[id] = std::move(values);
+       return Type::boolean();
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr&, const Type&) { return l.bool_of(id); },
+     .branch = [](Lowerer& l, ExprId id, BlockId yes, BlockId no) { l.in_list(id, yes, no); }},
+};
+
+}  // namespace
+
+std::span<const Function> options() { return kOptions; }
+
+}  // namespace bpfscope::builtins
