@@ -1,6 +1,6 @@
-// The builtin functions, one entry each: the name and argument counts, the
-// type rule (sema) and the lowering (ir) of printf(), str(), hist()... side by
-// side, as ply's built-ins keep them. Adding a function is one entry in the
+// The builtins, one entry each: the name and argument counts, the type rule
+// (sema) and the lowering (ir) of pid, nsecs, printf(), str(), hist()... side
+// by side, as ply's built-ins keep them. Adding a builtin is one entry in the
 // file of its group (below) and its runtime case.
 //
 // The entries see the checker's and the lowerer's internals: this folder is
@@ -44,6 +44,10 @@ struct Function {
   // A condition's lowering, for a call with a branch of its own (in_list()):
   // jumps to yes or no.
   void (*branch)(Lowerer& l, lang::ExprId id, ir::BlockId yes, ir::BlockId no) = nullptr;
+  // Writes the value straight into memory at dst + off as type `to`, for a
+  // value a helper writes (comm), instead of through a temporary and a copy;
+  // false when it cannot for that type.
+  bool (*store)(Lowerer& l, ir::VregId dst, uint32_t off, const sema::Type& to) = nullptr;
   // An aggregation (count(), hist()...): assigned to a map, which it types;
   // the map's update lowers it. Plain for the other functions.
   output::AggKind aggregation = output::AggKind::Plain;
@@ -51,11 +55,18 @@ struct Function {
   // Sema may know the value when compiling (getopt(), str($1)): const_of of
   // the call is the integer, or for a string an index into const_strings.
   bool known = false;
+  // Also spelt without parentheses, as a variable: pid is pid().
+  bool variable = false;
+  // Only used with a field (args.NAME), which the field's expression lowers.
+  bool fields = false;
 };
 
-// The entry of a function name (or of an older spelling: quantize() is
-// hist()), or nullptr.
+// The entry of a name (or of another spelling: quantize() is hist(),
+// __builtin_pid is pid, arg3 is argN), or nullptr.
 const Function* find(std::string_view name);
+
+// N for "argN" (arg0..arg15), else -1.
+int arg_index(std::string_view name);
 
 // The groups (one file each), for find().
 std::span<const Function> actions();  // printf, print, exit, clear, time, join...

@@ -32,4 +32,7 @@ using sema::UaddrSite;
 using sema::detail::parse_int_param;
 using Arg = Lowerer::Arg;
 
+// A value a helper returns, of type t.
+inline Val helper_value(Lowerer& l, int helper, const Type& t) { return l.int_val(l.b_.call(helper, {}), t); }
+
 }  // namespace bpfscope::builtins

@@ -605,8 +605,9 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::Float: std::unreachable();  // sema accepts it only as a printf divisor, which user space applies
     case ExprKind::String: return string_literal(e.sval);
     case ExprKind::Identifier:
+      // An enum or a named constant, else a builtin variable (pid is pid()).
       if (p_.const_of[id]) return constant(*p_.const_of[id], t);
-      return builtin(id, t);
+      return call(id, e, t);
     case ExprKind::Positional:
       // A string: the text as given (empty when unset; str($N) of a number).
       if (t.is_string()) return string_literal(e.ival <= p_.positional.size() ? p_.positional[e.ival - 1] : "");
@@ -620,10 +621,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       return Val{.reg = scratch_ptr(slot.off), .type = vt, .local = vt.is_record()};
     }
     case ExprKind::Map: return map_read(id);
-    case ExprKind::Call:
-      // pid(), nsecs(boot): a builtin variable in a call's spelling (sema).
-      if (p_.builtin_of[id] != sema::Builtin::None) return builtin(id, t);
-      return call(id, e, t);
+    case ExprKind::Call: return call(id, e, t);
     case ExprKind::Unary: {
       switch (e.op) {
         case Op::Neg: {
@@ -727,7 +725,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       return Val{.reg = scratch_ptr(off), .type = t};
     }
     case ExprKind::Field: {
-      if (p_.builtin_of[e.args[0]] == sema::Builtin::Args) return args_field(e, t);
+      if (p_.function_of[e.args[0]] && p_.function_of[e.args[0]]->fields) return args_field(e, t);
       const Type& base_type = p_.type_of(e.args[0]);
       if (base_type.is_record() || (base_type.is_pointer && base_type.btf_id != 0)) {
         Val base = expr(e.args[0]);
@@ -888,92 +886,6 @@ VregId Lowerer::flag(ir::Cond c, VregId r, int64_t imm) {
   b_.jump(join);
   b_.set_block(join);
   return out;
-}
-
-Val Lowerer::builtin(ExprId id, const Type& t) {
-  switch (p_.builtin_of[id]) {
-    case sema::Builtin::None:
-    case sema::Builtin::Args: std::unreachable();
-    case sema::Builtin::Pid:
-      return int_val(b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32), t);
-    case sema::Builtin::Tid: return int_val(extend(b_.call(BPF_FUNC_get_current_pid_tgid, {}), 4, false), t);
-    case sema::Builtin::Uid: return int_val(extend(b_.call(BPF_FUNC_get_current_uid_gid, {}), 4, false), t);
-    case sema::Builtin::Gid:
-      return int_val(b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_uid_gid, {}), 32), t);
-    case sema::Builtin::Comm: {
-      uint32_t off = alloc(16);
-      VregId p = scratch_ptr(off);
-      b_.call(BPF_FUNC_get_current_comm, {p, b_.imm(16)});
-      return Val{.reg = p, .type = t};
-    }
-    case sema::Builtin::Nsecs: return int_val(b_.call(BPF_FUNC_ktime_get_boot_ns, {}), t);
-    case sema::Builtin::NsecsMonotonic: return int_val(b_.call(BPF_FUNC_ktime_get_ns, {}), t);
-    case sema::Builtin::NsecsTai: return int_val(b_.call(BPF_FUNC_ktime_get_tai_ns, {}), t);
-    case sema::Builtin::NsecsSwTai: {
-      VregId boot = b_.call(BPF_FUNC_ktime_get_boot_ns, {});
-      return int_val(b_.alu(AluOp::Add, boot, b_.imm(opts_.tai_minus_boot_ns)), t);
-    }
-    case sema::Builtin::Elapsed: {
-      VregId now = b_.call(BPF_FUNC_ktime_get_boot_ns, {});
-      return int_val(b_.alu(AluOp::Sub, now, b_.imm(static_cast<int64_t>(opts_.start_boot_ns))), t);
-    }
-    case sema::Builtin::Cpu: return int_val(b_.call(BPF_FUNC_get_smp_processor_id, {}), t);
-    case sema::Builtin::Rand: return int_val(b_.call(BPF_FUNC_get_prandom_u32, {}), t);
-    case sema::Builtin::Cgroup: return int_val(b_.call(BPF_FUNC_get_current_cgroup_id, {}), t);
-    case sema::Builtin::Jiffies: return int_val(b_.call(BPF_FUNC_jiffies64, {}), t);
-    case sema::Builtin::Numaid: return int_val(b_.call(BPF_FUNC_get_numa_node_id, {}), t);
-    case sema::Builtin::Cpid: return constant(opts_.cpid, t);
-    case sema::Builtin::Curtask: return int_val(b_.call(BPF_FUNC_get_current_task, {}), t);
-    case sema::Builtin::Ctx: return int_val(ctx_, t);
-    case sema::Builtin::Ppid:
-    case sema::Builtin::Pcomm: {
-      // curtask->real_parent->tgid / ->comm, with offsets from BTF.
-      const auto& btf = *p_.btf;
-      auto task = btf.find_struct("task_struct");
-      auto parent = task ? btf.find_member(*task, "real_parent") : std::nullopt;
-      auto field = task ? btf.find_member(*task, p_.builtin_of[id] == sema::Builtin::Ppid ? "tgid" : "comm")
-                        : std::nullopt;
-      if (!parent || !field) return constant(0, t);  // sema loaded BTF already; cannot happen
-      VregId cur = b_.call(BPF_FUNC_get_current_task, {});
-      Val p = read_kernel_field(cur, sema::FieldAccess{.offset = parent->bit_offset / 8}, Type::integer(8, false));
-      return read_kernel_field(p.reg, sema::FieldAccess{.offset = field->bit_offset / 8}, t);
-    }
-    case sema::Builtin::Ncpus: return constant(opts_.online_cpus, t);
-    case sema::Builtin::Arg: {
-      int n = arg_number(ast_.expr(id).name);
-      if (unit_.kind == sema::ProbeKind::Usdt) return usdt_arg(target().usdt_args[n], t);
-      if (unit_.mechanism == sema::ProbeKind::Uprobe || unit_.mechanism == sema::ProbeKind::Kprobe) {
-        if (n >= static_cast<int>(std::size(kArgRegs))) return constant(0, t);
-        return int_val(b_.load(8, ctx_, kArgRegs[n]), t);
-      }
-      // A raw tracepoint's context (and fentry's, a kprobe's fallback) is the
-      // array of its u64 arguments.
-      return int_val(b_.load(8, ctx_, n * 8), t);
-    }
-    case sema::Builtin::Retval: {
-      if (unit_.mechanism == sema::ProbeKind::Fexit) {
-        // fexit's context: the arguments, then the return value.
-        auto params = sema::btf_args(*p_.btf, unit_.mechanism, target());
-        return int_val(b_.load(8, ctx_, static_cast<int32_t>(params ? params->size() * 8 : 0)), t);
-      }
-      return int_val(b_.load(8, ctx_, 80), t);  // pt_regs->ax
-    }
-    case sema::Builtin::Kstack:
-    case sema::Builtin::Ustack: return stack_val(t);
-    case sema::Builtin::Func: {
-      Val v = string_literal(target().func);
-      v.type = t;
-      return v;
-    }
-    case sema::Builtin::Probe: {
-      // One program per target when `probe` is used (sema marks it target-specific).
-      const auto& target = unit_.targets[target_ < 0 ? 0 : target_];
-      Val v = string_literal(target.name);
-      v.type = t;
-      return v;
-    }
-  }
-  std::unreachable();
 }
 
 Val Lowerer::args_field(const Expr& e, const Type& t) {

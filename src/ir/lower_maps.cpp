@@ -1,5 +1,6 @@
 // Lowering of map reads and writes, per-CPU aggregations (hist/lhist
 // buckets), and memory: kernel and user reads, copies, zeroing.
+#include "builtins/builtins.h"
 #include "ir/lowerer.h"
 
 namespace bpfscope::ir::detail {
@@ -398,15 +399,13 @@ Val Lowerer::read_memory(VregId base, const sema::FieldAccess& f, const Type& t,
 // a temporary and a copy.
 void Lowerer::store_expr(VregId dst, uint32_t off, ExprId id, const Type& to) {
   const Expr& e = ast_.expr(id);
-  if (e.kind == ExprKind::Identifier && p_.builtin_of[id] == sema::Builtin::Comm && to.is_string() &&
-      to.size >= 16) {
+  const builtins::Function* f = e.kind == ExprKind::Identifier ? p_.function_of[id] : nullptr;
+  if (f && f->store) {
     lang::Loc saved = b_.loc();
     b_.set_loc(e.loc);
-    VregId d = off == 0 ? dst : b_.alu_imm(AluOp::Add, dst, off);
-    b_.call(BPF_FUNC_get_current_comm, {d, b_.imm(16)});
-    if (to.mem_size() > 16) zero(dst, off + 16, to.mem_size() - 16);
+    const bool stored = f->store(*this, dst, off, to);
     b_.set_loc(saved);
-    return;
+    if (stored) return;
   }
   copy_to(dst, off, expr(id), to);
 }

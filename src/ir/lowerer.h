@@ -143,8 +143,6 @@ class Lowerer {
 
   Val scaled(Val n, uint32_t size);
 
-  static int arg_number(std::string_view name) { return std::stoi(std::string(name.substr(3))); }
-
   int64_t constant_of(ExprId id);
 
   static std::optional<int64_t> fold(Op op, int64_t a, int64_t b);
@@ -154,8 +152,6 @@ class Lowerer {
   Val bool_of_val(const Val& v);
 
   VregId flag(ir::Cond c, VregId r, int64_t imm);
-
-  Val builtin(ExprId id, const Type& t);
 
   const sema::AttachTarget& target() const { return unit_.targets[target_ < 0 ? 0 : target_]; }
 

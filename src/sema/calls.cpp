@@ -54,45 +54,10 @@ bool Checker::arg_count_ok(const Expr& e, const builtins::Function& row) {
   return false;
 }
 
-// A builtin variable spelt as a call, as bpftrace 0.24 and ply allow:
-// pid(), comm(), nsecs(); nsecs(boot), pid(init) and tid(init) are the
-// plain variables; nsecs(monotonic|tai|sw_tai) read other clocks. nullopt
-// when the name is no builtin variable.
-std::optional<Type> Checker::builtin_call(ExprId id) {
-  const Expr& e = ast_.expr(id);
-  const BuiltinRow* b = find_builtin(e.name);
-  if (!b || arg_index(e.name) >= 0) return std::nullopt;
-  if (e.args.size() == 1) {
-    const Expr& a = ast_.expr(e.args[0]);
-    const std::string_view arg = a.kind == ExprKind::Identifier ? std::string_view(a.name) : "";
-    const bool nsecs = b->id == Builtin::Nsecs, ids = b->id == Builtin::Pid || b->id == Builtin::Tid;
-    if (nsecs && (arg == "monotonic" || arg == "tai" || arg == "sw_tai")) {
-      out_.builtin_of[id] = find_builtin(fmt::format("nsecs({})", arg))->id;
-      return Type::integer(8, false);
-    }
-    if (ids && arg == "curr_ns") {
-      error(a.loc, fmt::format("{}(curr_ns) is not supported yet: {} and {}(init) are the initial PID namespace's",
-                               e.name, e.name, e.name));
-      return Type::none();
-    }
-    if (!(nsecs && arg == "boot") && !(ids && arg == "init")) {
-      error(a.loc, nsecs  ? "nsecs() takes boot, monotonic, tai or sw_tai"
-                   : ids ? fmt::format("{}() takes init or curr_ns", e.name)
-                         : fmt::format("{}() takes no arguments", e.name));
-      return Type::none();
-    }
-  } else if (!e.args.empty()) {
-    error(e.loc, fmt::format("{}() takes at most one argument", e.name));
-    return Type::none();
-  }
-  return identifier(id);
-}
-
 Type Checker::call(ExprId id) {
   const Expr& e = ast_.expr(id);
   const builtins::Function* f = find_function_(e.name);
   if (!f) {
-    if (auto t = builtin_call(id)) return *t;
     // bpftrace underlines the name only.
     lang::Loc name{e.loc.begin, e.loc.begin + static_cast<uint32_t>(e.name.size())};
     error(name, fmt::format("Unknown function: {}", e.name));

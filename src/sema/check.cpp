@@ -809,8 +809,8 @@ const char* Checker::op_text(Op op) {
 // an Identifier, or a Call that spells a builtin as a function (pid()).
 Type Checker::identifier(ExprId id) {
   const Expr& e = ast_.expr(id);
-  const BuiltinRow* b = find_builtin(e.name);
-  if (!b) {
+  const builtins::Function* f = find_function_(e.name);
+  if (!f || !f->variable) {
     // A constant the book's scripts use that BTF lacks (AF_INET), or
     // an enum constant from the kernel's BTF (TCP_ESTABLISHED).
     if (auto v = known_constant(e.name)) {
@@ -824,105 +824,10 @@ Type Checker::identifier(ExprId id) {
     error(e.loc, fmt::format("Unknown identifier: '{}'", e.name));
     return Type::none();
   }
-  if (b->id == Builtin::Kstack || b->id == Builtin::Ustack) {
-    out_.builtin_of[id] = b->id;
-    bool user = b->id == Builtin::Ustack;
-    (user ? out_.uses_ustack : out_.uses_kstack) = true;
-    return Type::stack(user, 127);
-  }
-  if (b->id == Builtin::Ctx) {
-    out_.builtin_of[id] = b->id;
-    const ResolvedAttachPoint* iter = nullptr;
-    for (const auto& p : *points_) iter = p.kind == ProbeKind::Iter ? &p : iter;
-    if (!iter || points_->size() != 1) {
-      error(e.loc, "ctx is only available in iter probes here");
-      return Type::none();
-    }
-    return pointer_to("bpf_iter__" + iter->targets[0].format.event, e.loc);
-  }
-  if (b->id == Builtin::Curtask) {
-    out_.builtin_of[id] = b->id;
-    return pointer_to("task_struct", e.loc);
-  }
-  out_.builtin_of[id] = b->id;
-  if (b->id == Builtin::Cpid && !out_.has_child) {
-    error(e.loc, "cpid cannot be used without a child command (-c)");
-    return Type::none();
-  }
-  if (b->id == Builtin::Arg) {
-    bool user = false;
-    for (const auto& p : *points_) {
-      user = user || p.kind == ProbeKind::Uprobe || p.kind == ProbeKind::Usdt;
-      if (p.kind == ProbeKind::Kprobe) {
-        // pt_regs, as uprobes; through the fentry fallback, the function's
-        // arguments, which must exist.
-        if (p.mechanism == ProbeKind::Fentry)
-          for (const auto& t : p.targets)
-            if (auto params = btf_args(*out_.btf, ProbeKind::Fentry, t);
-                !params || static_cast<size_t>(arg_index(e.name)) >= params->size()) {
-              error(e.loc, fmt::format("{} does not exist: {} has {} arguments (kprobes run as fentry here)",
-                                       e.name, t.func, params ? params->size() : 0));
-              return Type::none();
-            }
-        continue;
-      }
-      if (p.kind == ProbeKind::Usdt) {
-        target_specific_ = true;  // each note has its own argument specs
-        for (const auto& t : p.targets) {
-          if (static_cast<size_t>(arg_index(e.name)) >= t.usdt_args.size()) {
-            error(e.loc, fmt::format("{} does not exist: usdt {} has {} arguments", e.name, t.func,
-                                     t.usdt_args.size()));
-            return Type::none();
-          }
-        }
-        continue;
-      }
-      if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Uprobe) {
-        error(e.loc, fmt::format("{} is only available in rawtracepoint, kprobe, uprobe and usdt probes here",
-                                 e.name));
-        return Type::none();
-      }
-    }
-    Type t = Type::integer(8, true);
-    if (user) t.addr_space = AddrSpace::User;  // a uprobe's pointers are user addresses
-    out_.builtin_of[id] = b->id;
-    return t;
-  }
-  if (b->id == Builtin::Retval) {
-    for (const auto& p : *points_) {
-      if (p.kind != ProbeKind::Uretprobe && p.kind != ProbeKind::Kretprobe && p.kind != ProbeKind::Fexit) {
-        error(e.loc, "retval is only available in uretprobe, kretprobe and fexit probes here");
-        return Type::none();
-      }
-    }
-  }
-  if (b->id == Builtin::Func) {
-    target_specific_ = true;
-    uint32_t longest = 1;
-    for (const auto& p : *points_) {
-      if (p.kind != ProbeKind::Uprobe && p.kind != ProbeKind::Uretprobe && p.kind != ProbeKind::Kprobe &&
-          p.kind != ProbeKind::Kretprobe && p.kind != ProbeKind::Fentry && p.kind != ProbeKind::Fexit) {
-        error(e.loc, "func is only available in uprobe, kprobe and fentry probes here");
-        return Type::none();
-      }
-      for (const auto& t : p.targets) longest = std::max<uint32_t>(longest, t.func.size() + 1);
-    }
-    out_.builtin_of[id] = b->id;
-    return Type::string(longest);
-  }
-  if (b->id == Builtin::Args) {
-    error(e.loc, "args must be used with a field: args.NAME");
-    return Type::none();
-  }
-  if (b->id == Builtin::Probe) {
-    target_specific_ = true;
-    uint32_t longest = 0;
-    for (const auto& p : *points_)
-      for (const auto& t : p.targets) longest = std::max<uint32_t>(longest, t.name.size() + 1);
-    return Type::string(longest);
-  }
-  if (b->kind == TypeKind::String) return Type::string(b->size);
-  return Type::integer(b->size, b->is_signed);
+  // A builtin variable: its entry's type rule, as for a call without
+  // arguments (pid is pid()).
+  out_.function_of[id] = f;
+  return f->check(*this, id, e);
 }
 
 Type Checker::expr(ExprId id) {
@@ -1027,7 +932,7 @@ Type Checker::expr(ExprId id) {
     case ExprKind::Field: {
       const Expr& base = ast_.expr(e.args[0]);
       if (base.kind == ExprKind::Identifier && base.name == "args") {
-        out_.builtin_of[e.args[0]] = Builtin::Args;
+        out_.function_of[e.args[0]] = find_function_("args");
         set(e.args[0], Type::none());
         return set(id, args_field(e));
       }
@@ -1359,7 +1264,6 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.var_of.assign(n, -1);
     out.map_of.assign(n, -1);
     out.action_of.assign(n, -1);
-    out.builtin_of.assign(n, Builtin::None);
     out.function_of.assign(n, nullptr);
     out.field_of.assign(n, FieldAccess{});
     out.for_var_of.assign(n, -1);

@@ -12,7 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include "sema/builtins.h"
 #include "sema/probes.h"
 #include "sema/sema.h"
 
@@ -167,7 +166,6 @@ class Checker {
 
   Type expr(ExprId id);
   Type identifier(ExprId id);
-  std::optional<Type> builtin_call(ExprId id);
 
   const lang::Program& ast_;
   TypedProgram& out_;

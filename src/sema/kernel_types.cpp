@@ -9,6 +9,7 @@
 
 #include <ranges>
 
+#include "builtins/builtins.h"
 #include "sema/checker.h"
 
 namespace bpfscope::sema::detail {
@@ -233,7 +234,8 @@ Type Checker::address_of(const Expr& e) {
   const Expr& target = ast_.expr(e.args[0]);
   const Type& t = out_.expr_types[e.args[0]];
   bool member = false;
-  if (target.kind == ExprKind::Field && out_.builtin_of[target.args[0]] != Builtin::Args) {
+  const builtins::Function* base_fn = target.kind == ExprKind::Field ? out_.function_of[target.args[0]] : nullptr;
+  if (target.kind == ExprKind::Field && !(base_fn && base_fn->fields)) {
     const Type& base = out_.expr_types[target.args[0]];
     member = base.is_record() || (base.is_pointer && base.btf_id != 0);
   }

@@ -100,14 +100,6 @@ struct MapInfo {
 };
 
 // ORDER Builtin: the builtin table in builtins.cpp has one row per kind.
-enum class Builtin {
-  None, Pid, Tid, Uid, Gid, Comm, Nsecs, Elapsed, Cpu, Probe, Args,
-  Rand, Cgroup, Cpid, Jiffies, Numaid, Ncpus, Arg,
-  Curtask, Ppid, Pcomm, Retval, Func, Kstack, Ustack, Ctx,
-  NsecsMonotonic, NsecsTai, NsecsSwTai,  // nsecs(monotonic), nsecs(tai), nsecs(sw_tai)
-};
-
-// ORDER Function: the function table in builtins.cpp has one row per kind.
 // ORDER ActionKind: the runtime's action table has one row per kind.
 enum class ActionKind { Printf, Exit, Print, PrintValue, Table, Clear, Zero, Time, Join, Cat, System, Errorf, Warnf };
 
@@ -185,8 +177,9 @@ struct TypedProgram {
   std::vector<Type> var_types;    // by variable index
   std::vector<int32_t> map_of;    // by ExprId: index into maps for Map exprs, else -1
   std::vector<int32_t> action_of; // by ExprId: index into actions for calls that send records
-  std::vector<Builtin> builtin_of;   // by ExprId: Identifier exprs naming a builtin
-  std::vector<const builtins::Function*> function_of;  // by ExprId: Call exprs, their entry (src/builtins/)
+  // by ExprId: calls and builtin variables (Identifier exprs), their entry
+  // (src/builtins/)
+  std::vector<const builtins::Function*> function_of;
   std::vector<FieldAccess> field_of;  // by ExprId: BTF struct field reads (Field exprs)
   std::vector<int32_t> for_var_of;    // by ExprId of a for-range start: the loop variable
   // by ExprId: enum constants, sizeof, offsetof; == and != of two constant strings (1 or 0)
