@@ -65,6 +65,18 @@ Val target_string(Lowerer& l, std::string s, const Type& t) {
   return v;
 }
 
+// bpftrace's name of a probe type.
+std::string_view probe_type(ProbeKind k) {
+  return k == ProbeKind::Begin || k == ProbeKind::End ? "special" : sema::probe_kind_name(k);
+}
+
+// Probes whose context starts with the interrupted registers (struct
+// pt_regs; a perf event's context holds them first).
+bool has_registers(ProbeKind k) {
+  return k == ProbeKind::Kprobe || k == ProbeKind::Kretprobe || k == ProbeKind::Uprobe || k == ProbeKind::Uretprobe ||
+         k == ProbeKind::Usdt || k == ProbeKind::Profile;
+}
+
 constexpr Function kContext[] = {
     // probe: the attach point's full name.
     {.name = "probe",
@@ -146,6 +158,31 @@ constexpr Function kContext[] = {
            return c.pointer_to("bpf_iter__" + iter->targets[0].format.event, e.loc);
          },
      .lower = [](Lowerer& l, ExprId, const Expr&, const Type& t) { return l.int_val(l.ctx_, t); },
+     .variable = true},
+    // probetype: the probe's type, as its provider's name ("tracepoint",
+    // "uprobe"); begin and end probes are "special".
+    {.name = "probetype",
+     .check =
+         [](Checker& c, ExprId, const Expr&) {
+           uint32_t longest = 8;  // "special"
+           for (const auto& p : *c.points_) longest = std::max<uint32_t>(longest, probe_type(p.kind).size() + 1);
+           return Type::string(longest);
+         },
+     .lower = [](Lowerer& l, ExprId, const Expr&,
+                 const Type& t) { return target_string(l, std::string(probe_type(l.unit_.kind)), t); },
+     .variable = true},
+    // usermode: 1 when the probe interrupted user code (the saved code
+    // segment's privilege level is 3), else 0. Probes whose context holds no
+    // registers: 1 in begin and end (run from user space), else 0.
+    {.name = "usermode",
+     .check = [](Checker&, ExprId, const Expr&) { return Type::integer(1, false); },
+     .lower =
+         [](Lowerer& l, ExprId, const Expr&, const Type& t) {
+           const ProbeKind k = l.unit_.kind;
+           if (!has_registers(k)) return l.constant(k == ProbeKind::Begin || k == ProbeKind::End, t);
+           VregId cs = l.b_.load(8, l.ctx_, *sema::pt_regs_offset("cs"));
+           return l.int_val(l.flag(ir::Cond::Eq, l.b_.alu_imm(AluOp::And, cs, 3), 3), t);
+         },
      .variable = true},
     {.name = "cpu",
      .check = [](Checker&, ExprId, const Expr&) { return Type::integer(4, false); },

@@ -1,57 +1,80 @@
 // The current task: pid, tid, uid, gid, comm, its parent, its cgroup, the
 // -c child's pid.
+#include <sys/stat.h>
+
 #include "builtins/common.h"
 
 namespace bpfscope::builtins {
 namespace {
 
-// pid(init), tid(init): the plain variable (the initial PID namespace's id).
-bool namespace_arg(Checker& c, const Expr& e) {
-  if (e.args.empty()) return true;
-  const Expr& a = c.ast_.expr(e.args[0]);
-  const std::string_view arg = a.kind == ExprKind::Identifier ? std::string_view(a.name) : "";
-  if (arg == "init") return true;
-  if (arg == "curr_ns")
-    c.error(a.loc, fmt::format("{}(curr_ns) is not supported yet: {} and {}(init) are the initial PID namespace's",
-                               e.name, e.name, e.name));
-  else
-    c.error(a.loc, fmt::format("{}() takes init or curr_ns", e.name));
-  return false;
+// The PID namespace bpfscope runs in, when it is not the initial one: its
+// nsfs device and inode, which bpf_get_ns_current_pid_tgid takes.
+struct PidNamespace {
+  uint64_t dev = 0, ino = 0;
+};
+std::optional<PidNamespace> own_pid_namespace() {
+  // PROC_PID_INIT_INO: the initial PID namespace's inode number.
+  constexpr uint64_t kInitPidNamespace = 0xEFFFFFFCu;
+  struct stat st {};
+  if (stat("/proc/self/ns/pid", &st) != 0 || st.st_ino == kInitPidNamespace) return std::nullopt;
+  return PidNamespace{st.st_dev, st.st_ino};
 }
 
-// curtask->real_parent's field `name` (tgid, comm), with offsets from BTF.
-Val parent_field(Lowerer& l, std::string_view name, const Type& t) {
+// pid, tid: as seen from bpfscope's own PID namespace (curr_ns, the
+// default) or from the initial one (init); the same ids unless bpfscope
+// runs in a namespace of its own.
+Type id_check(Checker& c, ExprId id, const Expr& e) {
+  if (e.args.empty()) return Type::integer(4, false);
+  const Expr& a = c.ast_.expr(e.args[0]);
+  const std::string_view arg = a.kind == ExprKind::Identifier ? std::string_view(a.name) : "";
+  if (arg != "init" && arg != "curr_ns") {
+    c.error(a.loc, fmt::format("{}() takes curr_ns or init", e.name));
+    return Type::none();
+  }
+  if (arg == "init") c.out_.const_of[id] = 1;  // the initial namespace's id
+  return Type::integer(4, false);
+}
+
+// field: 0 for the thread id, 4 for the process id (struct bpf_pidns_info
+// and the two halves of bpf_get_current_pid_tgid alike).
+Val id_value(Lowerer& l, ExprId id, const Type& t, int field) {
+  const std::optional<PidNamespace> ns = l.p_.const_of[id] ? std::nullopt : own_pid_namespace();
+  if (!ns) {
+    VregId both = l.b_.call(BPF_FUNC_get_current_pid_tgid, {});
+    return l.int_val(field ? l.b_.alu_imm(AluOp::Rsh, both, 32) : l.extend(both, 4, false), t);
+  }
+  // 0 for a task outside that namespace: the helper zeroes the pair.
+  VregId info = l.scratch_ptr(l.alloc(8));
+  l.b_.call(BPF_FUNC_get_ns_current_pid_tgid,
+            {l.b_.imm(static_cast<int64_t>(ns->dev)), l.b_.imm(static_cast<int64_t>(ns->ino)), info, l.b_.imm(8)});
+  return l.int_val(l.b_.load(4, info, field), t);
+}
+
+// task->real_parent's field `name` (tgid, comm), with offsets from BTF; the
+// task is the current one, or a task_struct pointer.
+Val parent_field(Lowerer& l, const Expr& e, std::string_view name, const Type& t) {
   const auto& btf = *l.p_.btf;
   auto task = btf.find_struct("task_struct");
   auto parent = task ? btf.find_member(*task, "real_parent") : std::nullopt;
   auto field = task ? btf.find_member(*task, name) : std::nullopt;
   if (!parent || !field) return l.constant(0, t);  // sema loaded BTF already; cannot happen
-  VregId cur = l.b_.call(BPF_FUNC_get_current_task, {});
+  VregId cur = e.args.empty() ? l.b_.call(BPF_FUNC_get_current_task, {}) : l.materialize_int(l.expr(e.args[0]));
   Val p = l.read_kernel_field(cur, sema::FieldAccess{.offset = parent->bit_offset / 8}, Type::integer(8, false));
   return l.read_kernel_field(p.reg, sema::FieldAccess{.offset = field->bit_offset / 8}, t);
 }
 
 constexpr Function kProcess[] = {
-    // pid, pid(), pid(init): the process id (the upper half of
-    // bpf_get_current_pid_tgid).
+    // pid, pid(), pid(curr_ns), pid(init): the process id.
     {.name = "pid",
      .max_args = 1,
-     .check = [](Checker& c, ExprId,
-                 const Expr& e) { return namespace_arg(c, e) ? Type::integer(4, false) : Type::none(); },
-     .lower =
-         [](Lowerer& l, ExprId, const Expr&, const Type& t) {
-           return l.int_val(l.b_.alu_imm(AluOp::Rsh, l.b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32), t);
-         },
+     .check = id_check,
+     .lower = [](Lowerer& l, ExprId id, const Expr&, const Type& t) { return id_value(l, id, t, 4); },
      .variable = true},
-    // tid: the thread id (the lower half).
+    // tid: the thread id.
     {.name = "tid",
      .max_args = 1,
-     .check = [](Checker& c, ExprId,
-                 const Expr& e) { return namespace_arg(c, e) ? Type::integer(4, false) : Type::none(); },
-     .lower =
-         [](Lowerer& l, ExprId, const Expr&, const Type& t) {
-           return l.int_val(l.extend(l.b_.call(BPF_FUNC_get_current_pid_tgid, {}), 4, false), t);
-         },
+     .check = id_check,
+     .lower = [](Lowerer& l, ExprId id, const Expr&, const Type& t) { return id_value(l, id, t, 0); },
      .variable = true},
     {.name = "uid",
      .check = [](Checker&, ExprId, const Expr&) { return Type::integer(8, false); },
@@ -85,13 +108,38 @@ constexpr Function kProcess[] = {
            return true;
          },
      .variable = true},
+    // ppid, ppid(task): the parent's process id, of the current task or of a
+    // task_struct pointer.
     {.name = "ppid",
-     .check = [](Checker&, ExprId, const Expr&) { return Type::integer(4, false); },
-     .lower = [](Lowerer& l, ExprId, const Expr&, const Type& t) { return parent_field(l, "tgid", t); },
+     .max_args = 1,
+     .check =
+         [](Checker& c, ExprId, const Expr& e) {
+           if (!e.args.empty()) {
+             Type t = c.expr(e.args[0]);
+             if (!t.is_pointer || t.btf_id == 0 || t.btf_id != c.out_.btf->find_struct("task_struct")) {
+               c.error(c.ast_.expr(e.args[0]).loc,
+                       fmt::format("ppid() expects a task_struct pointer ({} provided)", t.name()));
+               return Type::none();
+             }
+           }
+           return Type::integer(4, false);
+         },
+     .lower = [](Lowerer& l, ExprId, const Expr& e, const Type& t) { return parent_field(l, e, "tgid", t); },
      .variable = true},
     {.name = "pcomm",
      .check = [](Checker&, ExprId, const Expr&) { return Type::string(16); },
-     .lower = [](Lowerer& l, ExprId, const Expr&, const Type& t) { return parent_field(l, "comm", t); },
+     .lower = [](Lowerer& l, ExprId, const Expr& e, const Type& t) { return parent_field(l, e, "comm", t); },
+     .variable = true},
+    // username: the name of the current uid, which user space looks up
+    // (getpwuid) when it prints.
+    {.name = "username",
+     .check = [](Checker&, ExprId, const Expr&) { return Type::named(NameTable::User); },
+     .lower =
+         [](Lowerer& l, ExprId, const Expr&, const Type& t) {
+           VregId rec = l.scratch_ptr(l.alloc(8));
+           l.b_.store(8, rec, 0, l.extend(l.b_.call(BPF_FUNC_get_current_uid_gid, {}), 4, false));
+           return Val{.reg = rec, .type = t};
+         },
      .variable = true},
     // curtask: the current task_struct, typed from BTF.
     {.name = "curtask",

@@ -1,6 +1,7 @@
 #include "runtime/names.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <string.h>
 
@@ -155,6 +156,13 @@ std::string name_of(sema::NameTable t, uint64_t v) {
     case sema::NameTable::CgroupPath: {
       std::string p = cgroup_path(v);
       return p.empty() ? "" : "unified:" + p;
+    }
+    case sema::NameTable::User: {
+      // A uid without a name prints as its number.
+      struct passwd pw{}, *found = nullptr;
+      char buf[1024];
+      if (getpwuid_r(static_cast<uid_t>(v), &pw, buf, sizeof buf, &found) == 0 && found) return found->pw_name;
+      return std::to_string(v);
     }
   }
   std::unreachable();

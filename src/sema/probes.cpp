@@ -253,7 +253,8 @@ constexpr std::array kSoftwareEvents = {
 
 }  // namespace
 
-// x86-64 register names in USDT argument specs, as offsets in struct pt_regs.
+// x86-64 register names (in USDT argument specs and reg()), as offsets in
+// struct pt_regs.
 std::optional<int32_t> pt_regs_offset(std::string_view reg) {
   struct Reg {
     std::string_view names[4];
@@ -266,6 +267,8 @@ std::optional<int32_t> pt_regs_offset(std::string_view reg) {
       {{"r9", "r9d", "r9w", "r9b"}, 64}, {{"r10", "r10d", "r10w", "r10b"}, 56}, {{"r11", "r11d", "r11w", "r11b"}, 48},
       {{"r12", "r12d", "r12w", "r12b"}, 24}, {{"r13", "r13d", "r13w", "r13b"}, 16},
       {{"r14", "r14d", "r14w", "r14b"}, 8}, {{"r15", "r15d", "r15w", "r15b"}, 0}, {{"rip", "eip", "ip", ""}, 128},
+      {{"orig_ax", "orig_rax", "", ""}, 120}, {{"cs", "", "", ""}, 136}, {{"flags", "eflags", "", ""}, 144},
+      {{"ss", "", "", ""}, 160},
   };
   for (const auto& r : kRegs)
     for (auto n : r.names)

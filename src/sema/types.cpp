@@ -97,6 +97,7 @@ std::string Type::name() const {
         case NameTable::Syscall: return "syscall_name_t";
         case NameTable::Signal: return "signal_name_t";
         case NameTable::CgroupPath: return "cgroup_path_t";
+        case NameTable::User: return "username";
       }
       std::unreachable();
     case TypeKind::Tuple: {

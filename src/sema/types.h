@@ -30,12 +30,12 @@ enum class TypeKind {
   Buffer,  // buf(): u64 length, then `size` bytes; printed with \xNN escapes
   MacAddr, // macaddr(): 6 bytes (8 in memory); printed AA:BB:CC:DD:EE:FF
   Timestamp,  // strftime(): u64 index into TypedProgram::strftime_formats, u64 boot-clock ns
-  Named,   // strerror(), syscall_name(), signal_name(), cgroup_path(): a u64 that user space
+  Named,   // strerror(), syscall_name(), signal_name(), cgroup_path(), username: a u64 that user space
            // names from `table` when it prints
 };
 
 // The table a Named value is printed from.
-enum class NameTable : uint8_t { Errno, Syscall, Signal, CgroupPath };
+enum class NameTable : uint8_t { Errno, Syscall, Signal, CgroupPath, User };
 
 // How a stack prints: bpftrace's `sym+off` lines, perf's `\taddr sym`, bare
 // addresses, (user stacks) each frame's ELF build id and file offset, or as
