@@ -3,7 +3,49 @@
 namespace bpfscope::builtins {
 namespace {
 
+// config's fields: the settings a script's `config = { ... }` block and the
+// environment set, as bpftrace 0.26 names them.
+struct Setting {
+  std::string_view name;
+  Type type;
+  int64_t number;
+  std::string_view text;
+};
+std::vector<Setting> settings(const sema::Config& config) {
+  return {
+      {"max_strlen", Type::integer(8, false), config.max_strlen, ""},
+      {"max_map_keys", Type::integer(8, false), config.max_map_keys, ""},
+      {"print_maps_on_exit", Type::boolean(), config.print_maps_on_exit, ""},
+      {"stack_mode", Type::string(9), 0, "bpftrace"},
+      {"cpp_demangle", Type::boolean(), 1, ""},
+  };
+}
+
 constexpr Function kOptions[] = {
+    // config, config(): the settings, as a record (config.max_strlen).
+    {.name = "config",
+     .check =
+         [](Checker& c, ExprId, const Expr&) {
+           std::vector<Type> types;
+           std::vector<std::string> names;
+           for (const Setting& s : settings(c.out_.config)) {
+             types.push_back(s.type);
+             names.emplace_back(s.name);
+           }
+           return Type::tuple(std::move(types), std::move(names));
+         },
+     .lower =
+         [](Lowerer& l, ExprId, const Expr&, const Type& t) {
+           VregId rec = l.scratch_ptr(l.alloc(t.mem_size()));
+           const std::vector<Setting> all = settings(l.p_.config);
+           for (size_t i = 0; i < all.size(); ++i) {
+             const Val v = all[i].type.is_string() ? l.string_literal(std::string(all[i].text))
+                                                   : l.constant(all[i].number, all[i].type);
+             l.copy_to(rec, t.offsets[i], v, t.elems[i]);
+           }
+           return Val{.reg = rec, .type = t};
+         },
+     .variable = true},
     // getopt("name"[, default[, "description"]]): the value of --name on the
     // command line after `--`, typed by the default (bool when none).
     {.name = "getopt",

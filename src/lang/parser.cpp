@@ -84,7 +84,7 @@ bool is_tag(std::string_view word) { return word == "struct" || word == "union" 
 bool starts_expr(Tok k) {
   switch (k) {
     case Tok::Int: case Tok::Float: case Tok::String: case Tok::Ident: case Tok::Variable: case Tok::Positional:
-    case Tok::PositionalCount: case Tok::Map: case Tok::Sizeof: case Tok::Offsetof: case Tok::LParen:
+    case Tok::PositionalCount: case Tok::Map: case Tok::Sizeof: case Tok::Offsetof: case Tok::LParen: case Tok::Config:
     case Tok::Minus: case Tok::Bang: case Tok::Tilde: case Tok::Star: case Tok::Amp: case Tok::Inc:
     case Tok::Dec:
       return true;
@@ -1032,6 +1032,7 @@ ExprId Parser::parse_primary() {
     case Tok::PositionalCount:
       e.kind = ExprKind::PositionalCount;
       break;
+    case Tok::Config:  // the config builtin (config.max_strlen); `config = {` at the top is the settings block
     case Tok::Ident:
       e.kind = ExprKind::Identifier;
       e.name = t.text;
