@@ -28,7 +28,7 @@ Type id_check(Checker& c, ExprId id, const Expr& e) {
   const Expr& a = c.ast_.expr(e.args[0]);
   const std::string_view arg = a.kind == ExprKind::Identifier ? std::string_view(a.name) : "";
   if (arg != "init" && arg != "curr_ns") {
-    c.error(a.loc, fmt::format("{}() takes curr_ns or init", e.name));
+    c.error(a.loc, fmt::format("{}() takes init or curr_ns", e.name));
     return Type::none();
   }
   if (arg == "init") c.out_.const_of[id] = 1;  // the initial namespace's id
