@@ -306,6 +306,16 @@ void Lowerer::assign(const Stmt& s) {
       aggregate(s.target, s.value);
       return;
     }
+    // @m = { stmts; avg($x) }: the block's statements, then the aggregation.
+    if (value.kind == ExprKind::Block && !value.args.empty()) {
+      const builtins::Function* tail = p_.function_of[value.args[0]];
+      if (tail && tail->aggregation != output::AggKind::Plain) {
+        block(value.body);
+        if (b_.terminated()) return;
+        aggregate(s.target, value.args[0]);
+        return;
+      }
+    }
     Val v;
     if (s.op != Op::None) {
       Val old = map_read(s.target);

@@ -215,6 +215,9 @@ class Parser {
   void check_incdec(ExprId target, Op op, Loc op_loc);
 
   ExprId add(Expr e);
+  ExprId parse_block_expr();
+  ExprId parse_if_expr();
+  ExprId if_value(StmtId id);
   ExprId add(ExprKind kind, Loc loc, std::vector<ExprId> args = {}, Op op = Op::None, std::string name = {});
   ExprId error_expr() { return add(ExprKind::Integer, tok_.loc()); }
   StmtId add(Stmt s);
@@ -623,6 +626,13 @@ std::vector<StmtId> Parser::parse_block(ExprId* tail) {
       prog_.stmts[body.back()].loc.end == prev_end_) {
     *tail = prog_.stmts[body.back()].expr;
     body.pop_back();
+  } else if (tail && !body.empty() && prog_.stmts[body.back()].kind == StmtKind::If &&
+             prog_.stmts[body.back()].has_else) {
+    // A block's last `if ... else ...` is its value when its branches have one.
+    if (const ExprId v = if_value(body.back()); v != kNone) {
+      *tail = v;
+      body.pop_back();
+    }
   }
   expect(Tok::RBrace);
   return body;
@@ -713,6 +723,13 @@ void Parser::parse_expr_stmt(Stmt& s) {
   s.target = e;
   s.op = op;
   s.value = parse_expr();
+  if (discard) {
+    // _ = expr: the expression, its value unused.
+    s.kind = StmtKind::Expr;
+    s.expr = s.value;
+    s.target = s.value = kNone;
+    return;
+  }
   // @m[k] = delete() (bpftrace 2018) and @m[k] = nil (ply): delete(@m[k]).
   Expr& v = prog_.exprs[s.value];
   const bool old_delete = v.kind == ExprKind::Call && v.name == "delete" && v.args.empty();
@@ -1006,6 +1023,72 @@ void Parser::parse_call_args(Expr& call) {
     call.field_names = std::move(names);
 }
 
+// An if-else statement as an expression: c ? { a } : { b }, each branch's
+// last expression statement (or if-else) its value; kNone when a branch has
+// none.
+ExprId Parser::if_value(StmtId id) {
+  const Stmt& s = prog_.stmts[id];
+  ExprId branches[2];
+  const std::vector<StmtId>* bodies[2] = {&s.body, &s.else_body};
+  for (int i = 0; i < 2; ++i) {
+    std::vector<StmtId> body = *bodies[i];
+    if (body.empty()) return kNone;
+    const Stmt& last = prog_.stmts[body.back()];
+    ExprId value = kNone;
+    if (last.kind == StmtKind::Expr) value = last.expr;
+    else if (last.kind == StmtKind::If && last.has_else) value = if_value(body.back());
+    if (value == kNone) return kNone;
+    body.pop_back();
+    Expr b;
+    b.kind = ExprKind::Block;
+    b.loc = prog_.stmts[(*bodies[i]).front()].loc;
+    b.loc.end = prog_.stmts[(*bodies[i]).back()].loc.end;
+    b.body = std::move(body);
+    b.args = {value};
+    branches[i] = add(std::move(b));
+  }
+  return add(ExprKind::Ternary, s.loc, {s.expr, branches[0], branches[1]});
+}
+
+// { stmts; value }: a block expression (0.26), the value of its last
+// expression (none when it ends with ';').
+ExprId Parser::parse_block_expr() {
+  Expr e;
+  e.kind = ExprKind::Block;
+  e.loc.begin = tok_.begin;
+  ExprId value = kNone;
+  e.body = parse_block(&value);
+  if (value != kNone) e.args.push_back(value);
+  e.loc.end = prev_end_;
+  return add(std::move(e));
+}
+
+// if (c) { a } else { b } as an expression (0.26): c ? { a } : { b }, each
+// branch a block expression; `else if` nests.
+ExprId Parser::parse_if_expr() {
+  const uint32_t begin = tok_.begin;
+  advance();  // if
+  const ExprId cond = parse_expr();
+  if (!at(Tok::LBrace)) return unexpected("{"), error_expr();
+  const ExprId then = parse_block_expr();
+  if (!accept(Tok::Else)) {
+    fail({begin, prev_end_}, "an if expression needs an else branch");
+    return error_expr();
+  }
+  ExprId other = kNone;
+  if (at(Tok::If)) {
+    if (depth_ >= kMaxNesting) return fail(tok_.loc(), "nesting too deep"), error_expr();
+    ++depth_;
+    other = parse_if_expr();
+    --depth_;
+  } else if (at(Tok::LBrace)) {
+    other = parse_block_expr();
+  } else {
+    return unexpected("{ or if"), error_expr();
+  }
+  return add(ExprKind::Ternary, {begin, prev_end_}, {cond, then, other});
+}
+
 ExprId Parser::parse_primary() {
   const Token t = tok_;
   Expr e;
@@ -1046,6 +1129,10 @@ ExprId Parser::parse_primary() {
       return parse_sizeof();
     case Tok::Offsetof:
       return parse_offsetof();
+    case Tok::LBrace:
+      return parse_block_expr();
+    case Tok::If:
+      return parse_if_expr();
     case Tok::LParen:
       return parse_paren();
     default:

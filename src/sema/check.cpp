@@ -365,6 +365,19 @@ void Checker::assign(const Stmt& s) {
       return;
     }
   }
+  // @m = { stmts; avg($x) }: the block's statements, then the aggregation.
+  if (target.kind == ExprKind::Map && value.kind == ExprKind::Block && !value.args.empty() && s.op == Op::None) {
+    const Expr& tail = ast_.expr(value.args[0]);
+    const auto* f = tail.kind == ExprKind::Call ? find_function_(tail.name) : nullptr;
+    if (f && f->aggregation != output::AggKind::Plain) {
+      scopes_.emplace_back();
+      for (StmtId b : value.body) stmt(b);
+      aggregate(s.target, value.args[0], *f);
+      scopes_.pop_back();
+      set(s.value, Type::none());
+      return;
+    }
+  }
   Type vt = expr(s.value);
   if (vt.kind == TypeKind::None) {
     if (!diags_.has_errors()) error(value.loc, "expression has no value to assign");

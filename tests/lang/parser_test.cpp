@@ -128,9 +128,7 @@ TEST(Parser, Statements) {
  assign =
   map @
   int 4
- assign =
-  identifier _
-  call f
+ call f
 )"},
       {"BEGIN { $x += 1; $x -= 1; $x *= 2; $x /= 2; $x %= 2; $x &= 1; $x |= 1; $x ^= 1; $x <<= 1; @m[1] >>= 1 }",
        R"(probe BEGIN
