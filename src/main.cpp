@@ -52,9 +52,11 @@ OPTIONS:
     -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
                    bpf (libbpf; a disassembly), verifier (the kernel's log), all
     -l [PATTERN]   list probes matching PATTERN: tracepoint:CAT:EVENT, rawtracepoint:EVENT,
-                   software:EVENT, uprobe:BINARY:FUNC, usdt:BINARY:[PROVIDER:]NAME (usdt:* with
-                   -p: the process's files), iter:NAME, kprobe:FUNC, fentry:vmlinux:FUNC
-                   (globs; default: the first three); with -v, also their arguments
+                   software:EVENT, interval:UNIT, profile:UNIT, uprobe:BINARY:FUNC,
+                   usdt:BINARY:[PROVIDER:]NAME (usdt:* with -p: the process's files), iter:NAME,
+                   kprobe:FUNC, fentry:vmlinux:FUNC, 'struct NAME' (globs; default: the first
+                   five; no ':' matches whole names; commas separate patterns; a script file:
+                   its probes); with -v, also their arguments and a struct's definition
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
                    (not interval timers or iterators)
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "bpf/bpf.h"
 #include "codegen/codegen.h"
@@ -193,7 +196,29 @@ int list_tools(const std::vector<tools::GlobalSpec>& globals) {
 }
 
 int list_probes(const std::string& pattern, bool verbose, int pid) {
-  auto out = sema::list_probes(pattern, verbose, pid);
+  // -l FILE: the probes of the script's attach points. A name of a script
+  // (*.bt) that is no file is taken as a pattern, with a warning.
+  std::error_code ec;
+  std::expected<std::string, std::string> out;
+  if (!pattern.empty() && std::filesystem::is_regular_file(pattern, ec)) {
+    std::ifstream in(pattern);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    lang::Diagnostics diags;
+    lang::Source source(pattern, text);
+    auto parsed = parse_script(source, diags);
+    if (!parsed) {
+      fmt::print(stderr, "{}", diags.render(source, ""));
+      return 1;
+    }
+    out = sema::list_script_probes(*parsed, verbose, pid);
+  } else {
+    if (pattern.ends_with(".bt"))
+      fmt::print(stderr,
+                 "WARNING: It appears that '{0}' is a filename but the file does not exist. Treating '{0}' as a "
+                 "search pattern.\n",
+                 pattern);
+    out = sema::list_probes(pattern, verbose, pid);
+  }
   if (!out) {
     fmt::print(stderr, "ERROR: {}\n", out.error());
     return 1;
