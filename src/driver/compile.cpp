@@ -71,6 +71,7 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
     return nullptr;
   }
   lang::locate_arguments(*ast, options.given);
+  ast->includes.insert(ast->includes.begin(), options.includes.begin(), options.includes.end());
   bool all = options.debug.count("all") > 0;
   if (all || options.debug.count("ast")) fmt::print(options.out, "{}", lang::dump(*ast));
 
@@ -91,6 +92,7 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
   sopts.target_pid = options.run.target_pid;
   sopts.named_args = options.named_args;
   sopts.implied_args = spliced_away;
+  sopts.probe_filter = options.probe_filter;
   // -f folded: getopt("folded") is true, so that a script (profile,
   // offcputime) leaves its own text layout to the folded stacks of its maps.
   // --flamegraph too: the stacks are kept in their maps until the exit.

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 
 #include "sema/cdefs.h"
 #include "sema/checker.h"
@@ -1361,6 +1362,22 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         for (auto& t : point.targets) t.btf_id = out.btf->find_func(t.func).value_or(0);
   for (auto& points : resolved)
     for (auto& point : points) point.mechanism = mechanism_of(point, options, *out.btf);
+  if (!options.probe_filter.empty()) {
+    const std::regex filter(options.probe_filter);
+    size_t kept = 0;
+    for (auto& points : resolved) {
+      for (auto& point : points) {
+        if (point.kind == ProbeKind::Begin || point.kind == ProbeKind::End) continue;
+        std::erase_if(point.targets, [&](const AttachTarget& t) { return !std::regex_search(t.name, filter); });
+      }
+      std::erase_if(points, [](const ResolvedAttachPoint& p) { return p.targets.empty(); });
+      kept += points.size();
+    }
+    if (kept == 0) {
+      diags.error_unlocated("No probes to attach");
+      return std::nullopt;
+    }
+  }
   if (program.probes.empty()) {
     diags.error_unlocated("No probes to attach");
     return std::nullopt;
@@ -1393,6 +1410,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.unsafe = options.unsafe;
     Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars));
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
+      // A probe --probe-filter left no target is not compiled.
+      if (resolved[i].empty() && !options.probe_filter.empty()) continue;
       checker.check_probe(i, resolved[i]);
       target_specific[i] = checker.target_specific();
     }

@@ -251,6 +251,9 @@ struct Options {
   // Named args the command line implies rather than the user gives (-f folded
   // sets --folded): no error when the program does not ask for them.
   std::set<std::string> implied_args;
+  // --probe-filter REGEX (ECMAScript, already checked): only the targets
+  // whose name it matches somewhere are attached; BEGIN and END always are.
+  std::string probe_filter;
   // What the kernel allows, for choosing between kprobe and fentry: -1 asks
   // the kernel; 0 or 1 fixes the answer (tests).
   int kprobes = -1;
