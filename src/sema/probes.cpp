@@ -554,7 +554,7 @@ std::expected<std::string, std::string> expand_positionals(
 
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid,
-                                                        std::string_view child_program) {
+                                                        std::string_view child_program, std::string* missing) {
   auto owned_parts = split_attach_point(text);
   std::vector<std::string_view> parts(owned_parts.begin(), owned_parts.end());
   const ProviderRow* row = find_provider(parts[0]);
@@ -564,6 +564,9 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
   }
   ResolvedAttachPoint out{row->kind, {}};
   auto rest = parts.size() > 1 ? text.substr(parts[0].size() + 1) : std::string_view{};
+  auto nothing_matched = [&] {
+    if (missing) *missing = fmt::format("{} {}", row->canonical, rest);
+  };
   switch (row->kind) {
     case ProbeKind::Begin:
     case ProbeKind::End:
@@ -585,6 +588,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       }
       if (names->empty()) {
         diags.error(loc, fmt::format("tracepoint not found: {}:{}", parts[1], parts[2]));
+        nothing_matched();
         return std::nullopt;
       }
       for (const auto& name : *names) {
@@ -608,6 +612,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       auto names = bpf::list_tracepoints("*", event);
       if (!names || names->empty()) {
         diags.error(loc, fmt::format("raw tracepoint not found: {}", event));
+        nothing_matched();
         return std::nullopt;
       }
       // The kernel attaches raw tracepoints by event name alone.
@@ -681,12 +686,14 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         auto off = elf->file_offset(f);
         if (!off) {
           diags.error(loc, fmt::format("function {} not found in {}", f, path));
+          nothing_matched();
           return std::nullopt;
         }
         add(f, *off + extra, fmt::format("{}:{}:{}{}", row->canonical, path, f, plus_text));
       }
       if (out.targets.empty()) {
         diags.error(loc, fmt::format("no function in {} matches {}", path, spec));
+        nothing_matched();
         return std::nullopt;
       }
       return out;
@@ -701,6 +708,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       auto fn = btf.find_func(fmt::format("bpf_iter_{}", parts[1]));
       if (!fn || !btf.find_struct(fmt::format("bpf_iter__{}", parts[1]))) {
         diags.error(loc, fmt::format("iterator not found in the kernel's BTF: {}", parts[1]));
+        nothing_matched();
         return std::nullopt;
       }
       AttachTarget t{.name = fmt::format("iter:{}", parts[1]), .format = {}, .btf_id = *fn, .loc = loc};

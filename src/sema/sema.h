@@ -178,10 +178,16 @@ struct UaddrSite {
   int64_t value = 0;
 };
 
+// config's missing_probes: what an attach point that matches nothing is.
+enum class MissingProbes { Error, Warn, Ignore };
+
+// The environment's settings (BPFTRACE_MAX_STRLEN...), then the script's
+// config block over them.
 struct Config {
   uint32_t max_strlen = 1024;
   uint32_t max_map_keys = 4096;
   bool print_maps_on_exit = true;
+  MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
 };
 
 struct TypedProgram {
