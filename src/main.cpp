@@ -184,7 +184,7 @@ bool parse_listen_address(std::string_view arg, std::string& address, uint16_t& 
 }
 
 enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted, kHeatmap,
-                  kPrometheus, kPrometheusToken, kMaxSeries, kProbeFilter, kInclude };
+                  kPrometheus, kPrometheusToken, kMaxSeries, kProbeFilter, kInclude, kAot };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -256,6 +256,12 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       cli.probe_filter = arg;
       break;
     case kInclude: cli.includes.push_back(arg); break;
+    case kAot:
+      // bpftrace's --aot writes an executable holding the compiled program.
+      fmt::print(stderr,
+                 "ERROR: --aot is not supported: bpfscope compiles the program each time it runs "
+                 "(run the script with bpfscope instead of an --aot executable)\n");
+      return 1;
     case kUnsafe: cli.unsafe = true; break;
     case kNoWarnings: cli.run.no_warnings = true; break;
     case kPercentiles: cli.run.percentiles = true; break;
@@ -686,7 +692,7 @@ int main(int argc, char** argv) {
       {"prometheus-token", required_argument, nullptr, kPrometheusToken},
       {"max-series", required_argument, nullptr, kMaxSeries},
       {"output", required_argument, nullptr, 'o'},  {"probe-filter", required_argument, nullptr, kProbeFilter},
-      {"include", required_argument, nullptr, kInclude},
+      {"include", required_argument, nullptr, kInclude}, {"aot", required_argument, nullptr, kAot},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before
