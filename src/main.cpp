@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "bpf/bpf.h"
@@ -40,7 +41,8 @@ constexpr const char* kUsage = R"(USAGE:
 
 OPTIONS:
     -e PROGRAM     the program to run
-    -o FILE        write the program's output (printf, print, maps) to FILE
+    -o, --output FILE
+                   write the program's output (printf, print, maps) to FILE
     -f FORMAT      output format: text, json (bpftrace's NDJSON, one message per
                    line), record (json plus what `bpfscope render` needs to print
                    and draw the run again) or folded (maps keyed by stacks as
@@ -52,9 +54,11 @@ OPTIONS:
     -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
                    bpf (libbpf; a disassembly), verifier (the kernel's log), all
     -l [PATTERN]   list probes matching PATTERN: tracepoint:CAT:EVENT, rawtracepoint:EVENT,
-                   software:EVENT, uprobe:BINARY:FUNC, usdt:BINARY:[PROVIDER:]NAME (usdt:* with
-                   -p: the process's files), iter:NAME, kprobe:FUNC, fentry:vmlinux:FUNC
-                   (globs; default: the first three); with -v, also their arguments
+                   software:EVENT, interval:UNIT, profile:UNIT, uprobe:BINARY:FUNC,
+                   usdt:BINARY:[PROVIDER:]NAME (usdt:* with -p: the process's files), iter:NAME,
+                   kprobe:FUNC, fentry:vmlinux:FUNC, 'struct NAME' (globs; default: the first
+                   five; no ':' matches whole names; commas separate patterns; a script file:
+                   its probes); with -v, also their arguments and a struct's definition
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
                    (not interval timers or iterators)
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
@@ -63,6 +67,12 @@ OPTIONS:
     -k             report failed helper calls (probe reads, get_stackid) as located warnings;
                    failed map updates (a full map) are always reported
     --no-warnings  do not print warnf() messages
+    --probe-filter REGEX
+                   attach only the probes whose full name (interval:ms:200,
+                   tracepoint:syscalls:sys_enter_read) REGEX matches somewhere; BEGIN and END
+                   always run
+    --include HEADER
+                   as an `#include <HEADER>` line at the top of the program
     --percentiles  print estimated p50, p90, p99 and p99.9 under each histogram
     --flamegraph FILE.svg
                    at exit, draw the maps keyed by stacks (kstack, ustack) as an interactive
@@ -174,7 +184,7 @@ bool parse_listen_address(std::string_view arg, std::string& address, uint16_t& 
 }
 
 enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted, kHeatmap,
-                  kPrometheus, kPrometheusToken, kMaxSeries };
+                  kPrometheus, kPrometheusToken, kMaxSeries, kProbeFilter, kInclude, kAot };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -236,6 +246,22 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     case 'h': fmt::print("{}", kUsage); return 0;
     case 'V': fmt::print("{}\n", kVersion); return 0;
     case kDryRun: cli.run.dry_run = true; break;
+    case kProbeFilter:
+      try {
+        std::regex check(arg);
+      } catch (const std::regex_error& e) {
+        fmt::print(stderr, "ERROR: Invalid --probe-filter regex \"{}\": {}\n", arg, e.what());
+        return 1;
+      }
+      cli.probe_filter = arg;
+      break;
+    case kInclude: cli.includes.push_back(arg); break;
+    case kAot:
+      // bpftrace's --aot writes an executable holding the compiled program.
+      fmt::print(stderr,
+                 "ERROR: --aot is not supported: bpfscope compiles the program each time it runs "
+                 "(run the script with bpfscope instead of an --aot executable)\n");
+      return 1;
     case kUnsafe: cli.unsafe = true; break;
     case kNoWarnings: cli.run.no_warnings = true; break;
     case kPercentiles: cli.run.percentiles = true; break;
@@ -665,6 +691,8 @@ int main(int argc, char** argv) {
       {"prometheus", required_argument, nullptr, kPrometheus},
       {"prometheus-token", required_argument, nullptr, kPrometheusToken},
       {"max-series", required_argument, nullptr, kMaxSeries},
+      {"output", required_argument, nullptr, 'o'},  {"probe-filter", required_argument, nullptr, kProbeFilter},
+      {"include", required_argument, nullptr, kInclude}, {"aot", required_argument, nullptr, kAot},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "bpf/bpf.h"
 #include "codegen/codegen.h"
@@ -68,6 +71,7 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
     return nullptr;
   }
   lang::locate_arguments(*ast, options.given);
+  ast->includes.insert(ast->includes.begin(), options.includes.begin(), options.includes.end());
   bool all = options.debug.count("all") > 0;
   if (all || options.debug.count("ast")) fmt::print(options.out, "{}", lang::dump(*ast));
 
@@ -88,6 +92,7 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
   sopts.target_pid = options.run.target_pid;
   sopts.named_args = options.named_args;
   sopts.implied_args = spliced_away;
+  sopts.probe_filter = options.probe_filter;
   // -f folded: getopt("folded") is true, so that a script (profile,
   // offcputime) leaves its own text layout to the folded stacks of its maps.
   // --flamegraph too: the stacks are kept in their maps until the exit.
@@ -193,7 +198,29 @@ int list_tools(const std::vector<tools::GlobalSpec>& globals) {
 }
 
 int list_probes(const std::string& pattern, bool verbose, int pid) {
-  auto out = sema::list_probes(pattern, verbose, pid);
+  // -l FILE: the probes of the script's attach points. A name of a script
+  // (*.bt) that is no file is taken as a pattern, with a warning.
+  std::error_code ec;
+  std::expected<std::string, std::string> out;
+  if (!pattern.empty() && std::filesystem::is_regular_file(pattern, ec)) {
+    std::ifstream in(pattern);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    lang::Diagnostics diags;
+    lang::Source source(pattern, text);
+    auto parsed = parse_script(source, diags);
+    if (!parsed) {
+      fmt::print(stderr, "{}", diags.render(source, ""));
+      return 1;
+    }
+    out = sema::list_script_probes(*parsed, verbose, pid);
+  } else {
+    if (pattern.ends_with(".bt"))
+      fmt::print(stderr,
+                 "WARNING: It appears that '{0}' is a filename but the file does not exist. Treating '{0}' as a "
+                 "search pattern.\n",
+                 pattern);
+    out = sema::list_probes(pattern, verbose, pid);
+  }
   if (!out) {
     fmt::print(stderr, "ERROR: {}\n", out.error());
     return 1;

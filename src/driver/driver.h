@@ -34,6 +34,8 @@ struct CompileOptions {
   bool unsafe = false;          // --unsafe
   bool helper_errors = false;   // -k: report failed probe reads and get_stackid
   std::string child_cmd;        // -c
+  std::string probe_filter;     // --probe-filter REGEX (checked)
+  std::vector<std::string> includes;  // --include HEADER: as `#include <HEADER>` lines
   std::string tool_name;        // a packaged tool's name, when running one
   runtime::Options run;
   FILE* out = stdout;  // where -d prints the stages

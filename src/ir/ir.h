@@ -88,7 +88,7 @@ struct SupportMaps {
   uint32_t zero;      // a zero-filled array value, for inserting fresh aggregation entries
   uint32_t lost;      // one u64: records the ring buffer refused (mmapable: user space reads it
                       // without a bpf() call, which would hold off probes on its CPU)
-  uint32_t control;   // one u64: non-zero once user space stops the probes (exit, signal)
+  uint32_t control;   // one u64: non-zero while the probes are held (until BEGIN has run) or stopped (exit, signal)
   uint32_t kstacks;   // stack traces for kstack (BPF_MAP_TYPE_STACK_TRACE)
   uint32_t ustacks;   // and for ustack
   uint32_t failed;    // per-CPU counts of failed updates, one slot per script map (a full map)

@@ -16,9 +16,10 @@ void Lowerer::run() {
   b_.set_loc(probe.loc);
   ctx_ = b_.ctx();
   if (unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End) {
-    // Stopped probes return at once: user space sets the control word on
-    // exit() or a signal, so the maps are frozen before END runs even
-    // though the (slow) detach happens later.
+    // Held and stopped probes return at once: user space clears the
+    // control word once BEGIN has run and sets it again on exit() or a
+    // signal, so the maps are frozen before END runs even though the
+    // (slow) detach happens later.
     VregId control = b_.load(8, b_.map_value(m_.support.control, 0), 0);
     BlockId run = b_.new_block(), stopped = b_.new_block();
     b_.branch_imm(ir::Cond::Ne, control, 0, stopped, run);

@@ -158,6 +158,7 @@ struct Program {
   std::vector<MapDecl> map_decls;
   // config = { key = value; ... }: raw key and value text.
   std::vector<std::pair<std::string, std::string>> config;
+  std::vector<Loc> config_locs;  // by entry of config: its `key = value` text
 
   const Expr& expr(ExprId id) const { return exprs[id]; }
   const Stmt& stmt(StmtId id) const { return stmts[id]; }

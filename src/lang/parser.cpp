@@ -502,11 +502,13 @@ bool Parser::parse_config_entries() {
   while (!at(Tok::RBrace) && !at(Tok::Eof)) {
     if (!at(Tok::Ident)) return unexpected("config key"), false;
     std::string key = tok_.text;
+    const Loc key_loc = tok_.loc();
     advance();
     if (!expect(Tok::Assign)) return false;
     // A value is one integer, string or word (max_strlen = 100, on_stack_full = error).
     if (!at(Tok::Int) && !at(Tok::String) && !at(Tok::Ident)) return unexpected("config value"), false;
     prog_.config.emplace_back(std::move(key), std::string(slice(tok_)));
+    prog_.config_locs.push_back(join(key_loc, tok_.loc()));
     advance();
     if (!accept(Tok::Semi)) break;
   }

@@ -1,4 +1,4 @@
-// One run of a compiled program: maps, load, BEGIN, attach, event loop, END,
+// One run of a compiled program: maps, load, attach, BEGIN, event loop, END,
 // map printing.
 #include <fmt/format.h>
 #include <linux/membarrier.h>
@@ -328,14 +328,12 @@ class Session {
     // Under `serve`, the server's stop event ends every session instead.
     if (o_.stop_fd < 0) sigfd_ = bpf::Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
 
-    uint32_t attach_count = 0;
-    for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
-    start_time_ = wall_seconds();
-    if (!o_.quiet) printer_->attached(attach_count, start_time_);
-
-    run_kind(sema::ProbeKind::Begin);
-    drain();
-    if (!exiting_) run_iterators();
+    // bpftrace's order: every probe is attached, the attach message and
+    // marker are printed, then BEGIN runs. The probes are attached held (the
+    // control word is non-zero, so they return at once) and started only
+    // once BEGIN has run, so no probe prints before BEGIN's output (a
+    // tool's column header).
+    if (!hold_probes()) return 1;
     if (!exiting_ && !p_.only_begin_end) {
       if (int rc = attach_all(); rc) {
         links_.clear();
@@ -347,10 +345,19 @@ class Session {
           return rc;
         }
       }
-      if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) {
-        fmt::print(out_, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
-        fflush(out_);
-      }
+    }
+    uint32_t attach_count = 0;
+    for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
+    start_time_ = wall_seconds();
+    if (!o_.quiet) printer_->attached(attach_count, start_time_);
+    if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) fmt::print(out_, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
+    // Not flushed here: the marker reaches the reader with BEGIN's output,
+    // after the probes have started, so whatever the reader does on seeing
+    // it is traced.
+    run_begin();
+    drain();
+    if (!exiting_) run_iterators();
+    if (!exiting_ && !p_.only_begin_end) {
       if (child) {
         child_pid_ = child->pid;
         char go = 1;
@@ -645,13 +652,50 @@ class Session {
     return 255;
   }
 
+  // Sets the control word before any probe is attached: they return at
+  // once until start_probes().
+  bool hold_probes() {
+    uint32_t key = 0;
+    uint64_t held = 1;
+    if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &held, BPF_ANY) == 0) return true;
+    fmt::print(stderr, "ERROR: setting the control word: {}\n", strerror(errno));
+    return false;
+  }
+
+  void start_probes() {
+    uint32_t key = 0;
+    uint64_t run = 0;
+    if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &run, BPF_ANY) != 0)
+      fmt::print(stderr, "ERROR: starting the probes: {}\n", strerror(errno));
+  }
+
+  // Runs the BEGIN probes, then starts the others. The last BEGIN's
+  // records are read after the start: they were written first, so they
+  // print before any probe's, and the output (and the attach marker with
+  // it) is flushed only once the probes run. An exit() in BEGIN leaves the
+  // probes held.
+  void run_begin() {
+    size_t last = prog_fds_.size();
+    for (size_t i = 0; i < prog_fds_.size(); ++i)
+      if (p_.units[m_.unit_of[i]].kind == sema::ProbeKind::Begin) last = i;
+    for (size_t i = 0; i < prog_fds_.size() && !exiting_; ++i) {
+      if (p_.units[m_.unit_of[i]].kind != sema::ProbeKind::Begin) continue;
+      auto r = bpf::run_once(prog_fds_[i].get());
+      if (!r) fmt::print(stderr, "ERROR: running {}: {}\n", progs_[i].name, r.error().message);
+      if (i == last) break;
+      drain();
+    }
+    // The exit() of the last BEGIN is in its records, not read yet: an
+    // exit record stops the session before any later record is printed.
+    if (!exiting_) start_probes();
+  }
+
   void run_kind(sema::ProbeKind kind) {
     for (size_t i = 0; i < prog_fds_.size(); ++i) {
       if (p_.units[m_.unit_of[i]].kind != kind) continue;
       auto r = bpf::run_once(prog_fds_[i].get());
       if (!r) fmt::print(stderr, "ERROR: running {}: {}\n", progs_[i].name, r.error().message);
       drain();
-      if (exiting_ && kind == sema::ProbeKind::Begin) return;
     }
   }
 
@@ -666,112 +710,132 @@ class Session {
     }
   }
 
+  // Attaches every target. The kernel runs the programs on one event in
+  // the order they were attached, except a function's uprobes (uretprobes,
+  // USDT probes): each is a consumer of the function's uprobe, added at the
+  // head of its list (kernel/events/uprobes.c, consumer_add), so they run
+  // newest first. Those are attached last to first, and all probes on one
+  // event then run in the script's order, as bpftrace's do.
   int attach_all() {
+    std::vector<std::pair<size_t, size_t>> reversed;
     for (size_t i = 0; i < prog_fds_.size(); ++i) {
       const auto& unit = p_.units[m_.unit_of[i]];
       for (size_t j = 0; j < unit.targets.size(); ++j) {
-        const auto& t = unit.targets[j];
-        int fd = target_fds_[i].empty() ? prog_fds_[i].get() : target_fds_[i][j].get();
-        switch (unit.mechanism) {
-          case sema::ProbeKind::Begin:
-          case sema::ProbeKind::End:
-          case sema::ProbeKind::Iter: break;  // run by run_iterators()
-          case sema::ProbeKind::Tracepoint: {
-            auto link = bpf::attach_tracepoint(fd, t.format.id);
-            if (!link) return attach_error(t, link.error().message);
-            if (o_.verbose) fmt::print(stderr, "{}: perf_event tracepoint + BPF link\n", t.name);
-            links_.push_back(std::move(*link));
-            // Opened once the program is attached: firings before it would
-            // count as skipped.
-            count_skips(t.name, bpf::count_skipped_firings(t.format.id));
-            break;
-          }
-          case sema::ProbeKind::RawTracepoint: {
-            bool tp_btf = !target_fds_[i].empty();
-            auto link = bpf::attach_raw_tracepoint(fd, tp_btf ? "" : t.format.event);
-            if (!link) return attach_error(t, link.error().message);
-            if (o_.verbose)
-              fmt::print(stderr, "{}: {}\n", t.name,
-                         tp_btf ? fmt::format("tp_btf (BTF id {}) + BPF link", t.btf_id)
-                                : std::string("raw tracepoint (BPF_RAW_TRACEPOINT_OPEN)"));
-            links_.push_back(std::move(*link));
-            break;
-          }
-          case sema::ProbeKind::Uprobe:
-          case sema::ProbeKind::Uretprobe:
-          case sema::ProbeKind::Usdt: {
-            bool ret = unit.kind == sema::ProbeKind::Uretprobe;
-            auto link = bpf::attach_uprobe(fd, t.path, t.offset, ret, o_.target_pid, t.ref_ctr);
-            if (!link) return attach_error(t, link.error().message);
-            if (o_.verbose)
-              fmt::print(stderr, "{}: {} PMU perf_event at offset {:#x}{}{}\n", t.name, ret ? "uretprobe" : "uprobe",
-                         t.offset, t.ref_ctr ? fmt::format(", semaphore (ref_ctr) at offset {:#x}", t.ref_ctr) : "",
-                         o_.target_pid > 0 ? fmt::format(", pid {}", o_.target_pid) : "");
-            links_.push_back(std::move(*link));
-            break;
-          }
-          case sema::ProbeKind::Interval: {
-            // A timer in bpfscope runs the program (BPF_PROG_TEST_RUN): a
-            // perf cpu-clock tick is lost, unreported, whenever the kernel
-            // does not run the program then (docs/accuracy.md); these are not.
-            const uint64_t ns = t.freq ? std::max<uint64_t>(1, 1000000000ull / t.period) : t.period;
-            bpf::Fd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-            itimerspec spec{};
-            clock_gettime(CLOCK_MONOTONIC, &spec.it_value);
-            const uint64_t first = static_cast<uint64_t>(spec.it_value.tv_sec) * 1000000000ull +
-                                   static_cast<uint64_t>(spec.it_value.tv_nsec) + ns;
-            spec.it_value = {.tv_sec = static_cast<time_t>(first / 1000000000ull),
-                             .tv_nsec = static_cast<long>(first % 1000000000ull)};
-            spec.it_interval = {.tv_sec = static_cast<time_t>(ns / 1000000000ull),
-                                .tv_nsec = static_cast<long>(ns % 1000000000ull)};
-            if (!timer || timerfd_settime(timer.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
-              return attach_error(t, fmt::format("timerfd: {}", std::strerror(errno)));
-            if (o_.verbose) fmt::print(stderr, "{}: a timer in bpfscope (timerfd) + BPF_PROG_TEST_RUN\n", t.name);
-            timers_.push_back({.prog = fd, .timer = std::move(timer), .due = first, .period = ns});
-            break;
-          }
-          case sema::ProbeKind::Software:
-          case sema::ProbeKind::Profile: {
-            // software and profile sample the -p process alone (one event that
-            // follows it across CPUs), else every CPU.
-            bool software = unit.kind == sema::ProbeKind::Software;
-            int pid = o_.target_pid;
-            uint64_t config = software ? t.perf_config : static_cast<uint64_t>(PERF_COUNT_SW_CPU_CLOCK);
-            auto links = bpf::attach_perf_software(fd, config, t.period, !software && t.freq, -1, pid);
-            if (!links) return attach_error(t, links.error().message);
-            if (o_.verbose)
-              fmt::print(stderr, "{}: perf_event {} {}\n", t.name, software ? "software" : "cpu-clock",
-                         pid > 0 ? fmt::format("for pid {}", pid) : fmt::format("on {} CPU(s)", links->size()));
-            for (auto& l : *links) links_.push_back(std::move(l));
-            break;
-          }
-          case sema::ProbeKind::Kprobe:
-          case sema::ProbeKind::Kretprobe: {
-            // System-wide like tracepoints: -p/-c filter in the program.
-            bool ret = unit.mechanism == sema::ProbeKind::Kretprobe;
-            auto link = bpf::attach_kprobe(fd, t.func, 0, ret);
-            if (!link) return attach_error(t, link.error().message);
-            if (o_.verbose)
-              fmt::print(stderr, "{}: {} PMU perf_event + BPF link{}\n", t.name, ret ? "kretprobe" : "kprobe",
-                         unit.kind != unit.mechanism ? " (the kernel refuses fentry)" : "");
-            links_.push_back(std::move(*link));
-            break;
-          }
-          case sema::ProbeKind::Fentry:
-          case sema::ProbeKind::Fexit: {
-            // The function was fixed at load (attach_btf_id): no name here.
-            auto link = bpf::attach_raw_tracepoint(fd, "");
-            if (!link) return attach_error(t, link.error().message);
-            if (o_.verbose)
-              fmt::print(stderr, "{}: {} (BTF id {}) + BPF link{}\n", t.name,
-                         unit.mechanism == sema::ProbeKind::Fexit ? "fexit" : "fentry", t.btf_id,
-                         unit.kind != unit.mechanism ? " (no kprobes on this kernel)" : "");
-            links_.push_back(std::move(*link));
-            break;
-          }
-          case sema::ProbeKind::Hardware: return attach_error(t, unavailable_reason(unit.mechanism));
+        if (unit.mechanism == sema::ProbeKind::Uprobe || unit.mechanism == sema::ProbeKind::Uretprobe ||
+            unit.mechanism == sema::ProbeKind::Usdt) {
+          reversed.emplace_back(i, j);
+          continue;
         }
+        if (int rc = attach_target(i, j); rc) return rc;
       }
+    }
+    for (auto it = reversed.rbegin(); it != reversed.rend(); ++it)
+      if (int rc = attach_target(it->first, it->second); rc) return rc;
+    return 0;
+  }
+
+  int attach_target(size_t i, size_t j) {
+    const auto& unit = p_.units[m_.unit_of[i]];
+    const auto& t = unit.targets[j];
+    int fd = target_fds_[i].empty() ? prog_fds_[i].get() : target_fds_[i][j].get();
+    switch (unit.mechanism) {
+      case sema::ProbeKind::Begin:
+      case sema::ProbeKind::End:
+      case sema::ProbeKind::Iter: break;  // run by run_iterators()
+      case sema::ProbeKind::Tracepoint: {
+        auto link = bpf::attach_tracepoint(fd, t.format.id);
+        if (!link) return attach_error(t, link.error().message);
+        if (o_.verbose) fmt::print(stderr, "{}: perf_event tracepoint + BPF link\n", t.name);
+        links_.push_back(std::move(*link));
+        // Opened once the program is attached: firings before it would
+        // count as skipped.
+        count_skips(t.name, bpf::count_skipped_firings(t.format.id));
+        break;
+      }
+      case sema::ProbeKind::RawTracepoint: {
+        bool tp_btf = !target_fds_[i].empty();
+        auto link = bpf::attach_raw_tracepoint(fd, tp_btf ? "" : t.format.event);
+        if (!link) return attach_error(t, link.error().message);
+        if (o_.verbose)
+          fmt::print(stderr, "{}: {}\n", t.name,
+                     tp_btf ? fmt::format("tp_btf (BTF id {}) + BPF link", t.btf_id)
+                            : std::string("raw tracepoint (BPF_RAW_TRACEPOINT_OPEN)"));
+        links_.push_back(std::move(*link));
+        break;
+      }
+      case sema::ProbeKind::Uprobe:
+      case sema::ProbeKind::Uretprobe:
+      case sema::ProbeKind::Usdt: {
+        bool ret = unit.kind == sema::ProbeKind::Uretprobe;
+        auto link = bpf::attach_uprobe(fd, t.path, t.offset, ret, o_.target_pid, t.ref_ctr);
+        if (!link) return attach_error(t, link.error().message);
+        if (o_.verbose)
+          fmt::print(stderr, "{}: {} PMU perf_event at offset {:#x}{}{}\n", t.name, ret ? "uretprobe" : "uprobe",
+                     t.offset, t.ref_ctr ? fmt::format(", semaphore (ref_ctr) at offset {:#x}", t.ref_ctr) : "",
+                     o_.target_pid > 0 ? fmt::format(", pid {}", o_.target_pid) : "");
+        links_.push_back(std::move(*link));
+        break;
+      }
+      case sema::ProbeKind::Interval: {
+        // A timer in bpfscope runs the program (BPF_PROG_TEST_RUN): a
+        // perf cpu-clock tick is lost, unreported, whenever the kernel
+        // does not run the program then (docs/accuracy.md); these are not.
+        const uint64_t ns = t.freq ? std::max<uint64_t>(1, 1000000000ull / t.period) : t.period;
+        bpf::Fd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+        itimerspec spec{};
+        clock_gettime(CLOCK_MONOTONIC, &spec.it_value);
+        const uint64_t first = static_cast<uint64_t>(spec.it_value.tv_sec) * 1000000000ull +
+                               static_cast<uint64_t>(spec.it_value.tv_nsec) + ns;
+        spec.it_value = {.tv_sec = static_cast<time_t>(first / 1000000000ull),
+                         .tv_nsec = static_cast<long>(first % 1000000000ull)};
+        spec.it_interval = {.tv_sec = static_cast<time_t>(ns / 1000000000ull),
+                            .tv_nsec = static_cast<long>(ns % 1000000000ull)};
+        if (!timer || timerfd_settime(timer.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+          return attach_error(t, fmt::format("timerfd: {}", std::strerror(errno)));
+        if (o_.verbose) fmt::print(stderr, "{}: a timer in bpfscope (timerfd) + BPF_PROG_TEST_RUN\n", t.name);
+        timers_.push_back({.prog = fd, .timer = std::move(timer), .due = first, .period = ns});
+        break;
+      }
+      case sema::ProbeKind::Software:
+      case sema::ProbeKind::Profile: {
+        // software and profile sample the -p process alone (one event that
+        // follows it across CPUs), else every CPU.
+        bool software = unit.kind == sema::ProbeKind::Software;
+        int pid = o_.target_pid;
+        uint64_t config = software ? t.perf_config : static_cast<uint64_t>(PERF_COUNT_SW_CPU_CLOCK);
+        auto links = bpf::attach_perf_software(fd, config, t.period, !software && t.freq, -1, pid);
+        if (!links) return attach_error(t, links.error().message);
+        if (o_.verbose)
+          fmt::print(stderr, "{}: perf_event {} {}\n", t.name, software ? "software" : "cpu-clock",
+                     pid > 0 ? fmt::format("for pid {}", pid) : fmt::format("on {} CPU(s)", links->size()));
+        for (auto& l : *links) links_.push_back(std::move(l));
+        break;
+      }
+      case sema::ProbeKind::Kprobe:
+      case sema::ProbeKind::Kretprobe: {
+        // System-wide like tracepoints: -p/-c filter in the program.
+        bool ret = unit.mechanism == sema::ProbeKind::Kretprobe;
+        auto link = bpf::attach_kprobe(fd, t.func, 0, ret);
+        if (!link) return attach_error(t, link.error().message);
+        if (o_.verbose)
+          fmt::print(stderr, "{}: {} PMU perf_event + BPF link{}\n", t.name, ret ? "kretprobe" : "kprobe",
+                     unit.kind != unit.mechanism ? " (the kernel refuses fentry)" : "");
+        links_.push_back(std::move(*link));
+        break;
+      }
+      case sema::ProbeKind::Fentry:
+      case sema::ProbeKind::Fexit: {
+        // The function was fixed at load (attach_btf_id): no name here.
+        auto link = bpf::attach_raw_tracepoint(fd, "");
+        if (!link) return attach_error(t, link.error().message);
+        if (o_.verbose)
+          fmt::print(stderr, "{}: {} (BTF id {}) + BPF link{}\n", t.name,
+                     unit.mechanism == sema::ProbeKind::Fexit ? "fexit" : "fentry", t.btf_id,
+                     unit.kind != unit.mechanism ? " (no kprobes on this kernel)" : "");
+        links_.push_back(std::move(*link));
+        break;
+      }
+      case sema::ProbeKind::Hardware: return attach_error(t, unavailable_reason(unit.mechanism));
     }
     return 0;
   }

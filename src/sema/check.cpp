@@ -8,10 +8,12 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 
-#include "sema/cdefs.h"
 #include "builtins/builtins.h"
+#include "sema/cdefs.h"
 #include "sema/checker.h"
+#include "sema/config.h"
 #include "sema/map_decls.h"
 
 namespace bpfscope::sema::detail {
@@ -1231,6 +1233,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   TypedProgram out;
   out.ast = &program;
   out.config = options.config;
+  if (!apply_config(program, out.config, diags)) return std::nullopt;
   out.positional = options.positional;
   out.has_child = options.has_child;
   auto btf = std::make_shared<bpf::Btf>();
@@ -1247,6 +1250,22 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         diags.error(ap.loc, text.error());
         continue;
       }
+      if (out.config.missing_probes != MissingProbes::Error) {
+        // config missing_probes=warn|ignore: a point that matches nothing
+        // is skipped; other errors stay errors.
+        lang::Diagnostics scratch;
+        std::string missing;
+        auto r = resolve_attach_point(*text, ap.loc, scratch, options.target_pid, options.child_program, &missing);
+        if (r) {
+          resolved[i].push_back(std::move(*r));
+          continue;
+        }
+        if (!missing.empty()) {
+          if (out.config.missing_probes == MissingProbes::Warn)
+            diags.warning(ap.loc, fmt::format("No matches for {}. Skipping.", missing));
+          continue;
+        }
+      }
       auto r = resolve_attach_point(*text, ap.loc, diags, options.target_pid, options.child_program);
       if (r) resolved[i].push_back(std::move(*r));
     }
@@ -1262,6 +1281,23 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         for (auto& t : point.targets) t.btf_id = out.btf->find_func(t.func).value_or(0);
   for (auto& points : resolved)
     for (auto& point : points) point.mechanism = mechanism_of(point, options, *out.btf);
+  if (!options.probe_filter.empty()) {
+    const std::regex filter(options.probe_filter);
+    for (auto& points : resolved) {
+      for (auto& point : points) {
+        if (point.kind == ProbeKind::Begin || point.kind == ProbeKind::End) continue;
+        std::erase_if(point.targets, [&](const AttachTarget& t) { return !std::regex_search(t.name, filter); });
+      }
+      std::erase_if(points, [](const ResolvedAttachPoint& p) { return p.targets.empty(); });
+    }
+  }
+  // --probe-filter and missing_probes may leave probes without a target:
+  // those are not compiled, and a program left with none has nothing to run.
+  const bool may_skip = !options.probe_filter.empty() || out.config.missing_probes != MissingProbes::Error;
+  if (may_skip && std::all_of(resolved.begin(), resolved.end(), [](const auto& p) { return p.empty(); })) {
+    diags.error_unlocated("No probes to attach");
+    return std::nullopt;
+  }
   if (program.probes.empty()) {
     diags.error_unlocated("No probes to attach");
     return std::nullopt;
@@ -1293,6 +1329,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.unsafe = options.unsafe;
     Checker checker(program, out, final ? diags : scratch, final, std::move(first_pass_vars), options.find_function);
     for (uint32_t i = 0; i < program.probes.size(); ++i) {
+      // A probe --probe-filter or missing_probes left no target is not compiled.
+      if (resolved[i].empty() && may_skip) continue;
       checker.check_probe(i, resolved[i]);
       target_specific[i] = checker.target_specific();
     }

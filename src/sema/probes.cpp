@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <set>
 #include <tuple>
 
 namespace bpfscope::sema {
@@ -117,21 +118,24 @@ std::optional<uint64_t> parse_u64(std::string_view s) {
   return v;
 }
 
+// The units of interval and profile periods (hz, a frequency, besides).
+struct PeriodUnit {
+  std::string_view name;
+  uint64_t ns;
+};
+constexpr std::array kPeriodUnits = {PeriodUnit{"s", 1000000000ull}, PeriodUnit{"ms", 1000000ull},
+                                     PeriodUnit{"us", 1000ull},      PeriodUnit{"ns", 1ull},
+                                     PeriodUnit{"m", 60000000000ull}, PeriodUnit{"h", 3600000000000ull}};
+
 // "s:1", "ms:100", "us:5", "hz:99", "1s", "100ms", "5000000" (ns).
 // Returns {period ns or frequency, is_freq}.
 std::optional<std::pair<uint64_t, bool>> parse_period(std::string_view unit, std::string_view count) {
-  struct Unit {
-    std::string_view name;
-    uint64_t ns;
-  };
-  constexpr std::array kUnits = {Unit{"s", 1000000000ull}, Unit{"ms", 1000000ull}, Unit{"us", 1000ull},
-                                 Unit{"ns", 1ull}, Unit{"m", 60000000000ull}, Unit{"h", 3600000000000ull}};
   if (unit == "hz") {
     auto n = parse_u64(count);
     if (!n || *n == 0) return std::nullopt;
     return std::pair{*n, true};
   }
-  for (const auto& u : kUnits) {
+  for (const auto& u : kPeriodUnits) {
     if (u.name == unit) {
       auto n = parse_u64(count);
       // Too long a period would wrap around in nanoseconds.
@@ -276,7 +280,10 @@ std::optional<int32_t> pt_regs_offset(std::string_view reg) {
   return std::nullopt;
 }
 
-std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid) {
+namespace {
+
+// -l PROVIDER[:...]: one provider's probes, or with "*" every listable kind's.
+std::expected<std::string, std::string> list_provider(std::string_view pattern, bool verbose, int pid) {
   std::string pat = pattern.empty() ? "*" : std::string(pattern);
   auto parts = split(pat, ':');
   std::string_view provider = parts[0];
@@ -319,14 +326,24 @@ std::expected<std::string, std::string> list_probes(std::string_view pattern, bo
     }
   }
   if (wants(ProbeKind::Software)) {
-    for (const auto& e : kSoftwareEvents)
+    for (const auto& e : kSoftwareEvents) {
       if (bpf::glob_match(part(1), e.name)) out += fmt::format("software:{}:\n", e.name);
+      if (!e.alias.empty() && bpf::glob_match(part(1), e.alias)) out += fmt::format("software:{}:\n", e.alias);
+    }
+  }
+  for (auto [kind, name] : {std::pair{ProbeKind::Interval, "interval"}, std::pair{ProbeKind::Profile, "profile"}}) {
+    if (!wants(kind)) continue;
+    if (bpf::glob_match(part(1), "hz")) out += fmt::format("{}:hz:\n", name);
+    for (const auto& u : kPeriodUnits)
+      if (bpf::glob_match(part(1), u.name)) out += fmt::format("{}:{}:\n", name, u.name);
   }
   if (!row) return out;
   switch (row->kind) {
     case ProbeKind::Tracepoint:
     case ProbeKind::RawTracepoint:
-    case ProbeKind::Software: return out;
+    case ProbeKind::Software:
+    case ProbeKind::Interval:
+    case ProbeKind::Profile: return out;
     case ProbeKind::Uprobe:
     case ProbeKind::Uretprobe: {
       if (parts.size() < 2) return std::unexpected("list uprobes of a binary: -l 'uprobe:BINARY:*'");
@@ -414,11 +431,81 @@ std::expected<std::string, std::string> list_probes(std::string_view pattern, bo
     }
     case ProbeKind::Begin:
     case ProbeKind::End:
-    case ProbeKind::Interval:
-    case ProbeKind::Profile:
     case ProbeKind::Hardware: break;
   }
   return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
+}
+
+// -l 'struct NAME': the kernel's struct of that name; -lv its definition.
+std::string list_struct(std::string_view name, bool verbose) {
+  bpf::Btf btf;
+  auto id = btf.find_struct(fmt::format("struct {}", name));
+  if (!id) return "";
+  if (!verbose) return fmt::format("struct {}\n", name);
+  std::string out = fmt::format("vmlinux: struct {} {{\n", name);
+  for (const auto& m : btf.members(*id)) {
+    std::string type = btf.type_name(m.type_id);
+    auto bracket = type.find('[');
+    std::string suffix = bracket == std::string::npos ? "" : type.substr(bracket);
+    if (bracket != std::string::npos) type.erase(bracket);
+    out += fmt::format("    {}{}{}{};\n", type, type.ends_with("*") || m.name.empty() ? "" : " ", m.name, suffix);
+  }
+  return out + "};\n";
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::expected<std::string, std::string> list_one(std::string_view pattern, bool verbose, int pid) {
+  if (pattern.starts_with("struct ")) return list_struct(trim(pattern.substr(7)), verbose);
+  if (pattern.empty() || pattern == "*" || pattern.find(':') != std::string_view::npos)
+    return list_provider(pattern, verbose, pid);
+  // No provider: the pattern matches whole names ("*sched_switch*").
+  auto all = list_provider("*", false, pid);
+  if (!all) return all;
+  std::string out;
+  for (auto line : split(*all, '\n')) {
+    if (line.empty() || !bpf::glob_match(pattern, line)) continue;
+    if (!verbose) {
+      out += fmt::format("{}\n", line);
+      continue;
+    }
+    auto one = list_provider(line, true, pid);
+    if (!one) return one;
+    out += *one;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid) {
+  std::string out;
+  for (auto item : split(pattern, ',')) {
+    auto one = list_one(trim(item), verbose, pid);
+    if (!one) return one;
+    out += *one;
+  }
+  return out;
+}
+
+std::expected<std::string, std::string> list_script_probes(const lang::Program& program, bool verbose, int pid) {
+  std::string out;
+  std::set<std::string> seen;
+  for (const auto& probe : program.probes) {
+    for (const auto& point : probe.points) {
+      const auto* row = find_provider(split_attach_point(point.text)[0]);
+      if (row && (row->kind == ProbeKind::Begin || row->kind == ProbeKind::End)) continue;
+      if (!seen.insert(point.text).second) continue;
+      auto one = list_provider(point.text, verbose, pid);
+      if (!one) return one;
+      out += *one;
+    }
+  }
+  return out;
 }
 
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider) {
@@ -470,7 +557,7 @@ std::expected<std::string, std::string> expand_positionals(
 
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid,
-                                                        std::string_view child_program) {
+                                                        std::string_view child_program, std::string* missing) {
   auto owned_parts = split_attach_point(text);
   std::vector<std::string_view> parts(owned_parts.begin(), owned_parts.end());
   const ProviderRow* row = find_provider(parts[0]);
@@ -480,6 +567,9 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
   }
   ResolvedAttachPoint out{row->kind, {}};
   auto rest = parts.size() > 1 ? text.substr(parts[0].size() + 1) : std::string_view{};
+  auto nothing_matched = [&] {
+    if (missing) *missing = fmt::format("{} {}", row->canonical, rest);
+  };
   switch (row->kind) {
     case ProbeKind::Begin:
     case ProbeKind::End:
@@ -501,6 +591,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       }
       if (names->empty()) {
         diags.error(loc, fmt::format("tracepoint not found: {}:{}", parts[1], parts[2]));
+        nothing_matched();
         return std::nullopt;
       }
       for (const auto& name : *names) {
@@ -524,6 +615,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       auto names = bpf::list_tracepoints("*", event);
       if (!names || names->empty()) {
         diags.error(loc, fmt::format("raw tracepoint not found: {}", event));
+        nothing_matched();
         return std::nullopt;
       }
       // The kernel attaches raw tracepoints by event name alone.
@@ -597,12 +689,14 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         auto off = elf->file_offset(f);
         if (!off) {
           diags.error(loc, fmt::format("function {} not found in {}", f, path));
+          nothing_matched();
           return std::nullopt;
         }
         add(f, *off + extra, fmt::format("{}:{}:{}{}", row->canonical, path, f, plus_text));
       }
       if (out.targets.empty()) {
         diags.error(loc, fmt::format("no function in {} matches {}", path, spec));
+        nothing_matched();
         return std::nullopt;
       }
       return out;
@@ -617,6 +711,7 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       auto fn = btf.find_func(fmt::format("bpf_iter_{}", parts[1]));
       if (!fn || !btf.find_struct(fmt::format("bpf_iter__{}", parts[1]))) {
         diags.error(loc, fmt::format("iterator not found in the kernel's BTF: {}", parts[1]));
+        nothing_matched();
         return std::nullopt;
       }
       AttachTarget t{.name = fmt::format("iter:{}", parts[1]), .format = {}, .btf_id = *fn, .loc = loc};

@@ -26,10 +26,14 @@ struct ResolvedAttachPoint {
 // Resolves one attach point as written. Reports errors (unknown provider,
 // unknown tracepoint, bad interval) at loc and returns nullopt. pid is -p's
 // process (-1: none): usdt:* searches the files it maps; child_program is
-// -c's program, whose files usdt:* searches otherwise.
+// -c's program, whose files usdt:* searches otherwise. When the point is
+// well formed but matches nothing (no such tracepoint, function or
+// iterator), `missing`, if given, is set to what was looked for
+// ("tracepoint nonsense:nonsense"), for config's missing_probes.
 std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, lang::Loc loc,
                                                         lang::Diagnostics& diags, int pid = -1,
-                                                        std::string_view child_program = {});
+                                                        std::string_view child_program = {},
+                                                        std::string* missing = nullptr);
 
 // An attach point with its positional parameters replaced by their text, as
 // bpftrace does: `$N` outside double quotes takes the rest of its

@@ -164,10 +164,16 @@ struct UaddrSite {
   int64_t value = 0;
 };
 
+// config's missing_probes: what an attach point that matches nothing is.
+enum class MissingProbes { Error, Warn, Ignore };
+
+// The environment's settings (BPFTRACE_MAX_STRLEN...), then the script's
+// config block over them.
 struct Config {
   uint32_t max_strlen = 1024;
   uint32_t max_map_keys = 4096;
   bool print_maps_on_exit = true;
+  MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
 };
 
 struct TypedProgram {
@@ -238,6 +244,9 @@ struct Options {
   // Named args the command line implies rather than the user gives (-f folded
   // sets --folded): no error when the program does not ask for them.
   std::set<std::string> implied_args;
+  // --probe-filter REGEX (ECMAScript, already checked): only the targets
+  // whose name it matches somewhere are attached; BEGIN and END always are.
+  std::string probe_filter;
   // What the kernel allows, for choosing between kprobe and fentry: -1 asks
   // the kernel; 0 or 1 fixes the answer (tests).
   int kprobes = -1;
@@ -264,12 +273,20 @@ std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
 bool prints_enums(const TypedProgram& program);
 
 // -l [PATTERN]: the probes matching PATTERN, one per line ("" lists the
-// tracepoints, raw tracepoints and software events; also uprobe:BIN:FUNC,
-// usdt:BIN:[PROVIDER:]NAME, iter:NAME, kprobe:FUNC, fentry:vmlinux:FUNC). With
-// `verbose` (-lv) each is followed by its arguments, indented 4 spaces. pid
-// is -p's process (-1: none): usdt:* lists the files it maps. Returns an
-// error message for a provider that cannot be listed.
+// tracepoints, raw tracepoints, software events and the interval and
+// profile units; also uprobe:BIN:FUNC, usdt:BIN:[PROVIDER:]NAME, iter:NAME,
+// kprobe:FUNC, fentry:vmlinux:FUNC). A PATTERN without ':' is matched
+// against the whole names of that list ("*sched_switch*"); "struct NAME"
+// names a kernel struct; several PATTERNs are separated by commas. With
+// `verbose` (-lv) each probe is followed by its arguments, indented 4
+// spaces, and a struct by its definition. pid is -p's process (-1: none):
+// usdt:* lists the files it maps. Returns an error message for a provider
+// that cannot be listed.
 std::expected<std::string, std::string> list_probes(std::string_view pattern, bool verbose, int pid = -1);
+
+// -l FILE: the probes of a script's attach points, listed as -l lists each
+// (BEGIN and END have no listing).
+std::expected<std::string, std::string> list_script_probes(const lang::Program& program, bool verbose, int pid = -1);
 
 // The BTF-typed arguments of a target whose context is an array of u64
 // arguments: a raw tracepoint's (tp_btf prototype) or an fentry/fexit

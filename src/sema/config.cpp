@@ -1,0 +1,107 @@
+// config = { key = value; ... }: bpftrace's configuration options, set from
+// the script. Keys are bpftrace's names, or their environment spellings
+// (BPFTRACE_MAX_STRLEN for max_strlen).
+#include "sema/config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <optional>
+#include <string_view>
+
+namespace bpfscope::sema {
+namespace {
+
+// bpftrace 0.26's options. The ones bpfscope does not act on are accepted,
+// as bpftrace accepts them, and change nothing here.
+constexpr std::array<std::string_view, 27> kKnown = {
+    "cache_user_symbols", "cpp_demangle",        "lazy_symbolication", "license",
+    "log_size",           "max_bpf_progs",       "max_cat_bytes",      "max_map_keys",
+    "max_probes",         "max_strlen",          "max_type_res_iterations", "missing_probes",
+    "on_stack_limit",     "perf_rb_pages",       "print_maps_on_exit", "show_debug_info",
+    "stack_mode",         "str_trunc_trailer",   "symbol_source",      "unstable_addr",
+    "unstable_dw_ustack", "unstable_import",     "unstable_macro",     "unstable_map_decl",
+    "unstable_tseries",   "unstable_typeinfo",   "use_blazesym",
+};
+
+// BPFTRACE_MAX_STRLEN -> max_strlen.
+std::string canonical(std::string_view key) {
+  if (key.starts_with("BPFTRACE_")) key.remove_prefix(9);
+  std::string out(key);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string_view unquoted(std::string_view v) {
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
+  return v;
+}
+
+std::optional<uint64_t> number(std::string_view v) {
+  uint64_t n = 0;
+  int base = 10;
+  if (v.starts_with("0x") || v.starts_with("0X")) {
+    v.remove_prefix(2);
+    base = 16;
+  }
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n, base);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+  return n;
+}
+
+std::optional<bool> boolean(std::string_view v) {
+  if (v == "1" || v == "true") return true;
+  if (v == "0" || v == "false") return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool apply_config(const lang::Program& program, Config& config, lang::Diagnostics& diags) {
+  bool ok = true;
+  for (size_t i = 0; i < program.config.size(); ++i) {
+    const auto& [raw_key, raw_value] = program.config[i];
+    const lang::Loc loc = i < program.config_locs.size() ? program.config_locs[i] : lang::Loc{};
+    const std::string key = canonical(raw_key);
+    const std::string_view value = unquoted(raw_value);
+    if (std::find(kKnown.begin(), kKnown.end(), key) == kKnown.end()) {
+      diags.error(loc, fmt::format("{}: not a known configuration option", raw_key));
+      ok = false;
+      continue;
+    }
+    auto bad = [&](std::string_view expected) {
+      diags.error(loc, fmt::format("{}: invalid value {}: expected {}", raw_key, raw_value, expected));
+      ok = false;
+    };
+    if (key == "max_strlen" || key == "max_map_keys") {
+      auto n = number(value);
+      if (!n || *n == 0 || *n > UINT32_MAX) {
+        bad("a positive integer");
+        continue;
+      }
+      (key == "max_strlen" ? config.max_strlen : config.max_map_keys) = static_cast<uint32_t>(*n);
+    } else if (key == "print_maps_on_exit") {
+      auto b = boolean(value);
+      if (!b) {
+        bad("true, false, 1 or 0");
+        continue;
+      }
+      config.print_maps_on_exit = *b;
+    } else if (key == "missing_probes") {
+      if (value == "error")
+        config.missing_probes = MissingProbes::Error;
+      else if (value == "warn")
+        config.missing_probes = MissingProbes::Warn;
+      else if (value == "ignore")
+        config.missing_probes = MissingProbes::Ignore;
+      else
+        bad("error, warn or ignore");
+    }
+  }
+  return ok;
+}
+
+}  // namespace bpfscope::sema
