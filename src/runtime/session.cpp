@@ -139,7 +139,7 @@ class ValueNames : public Resolver {
 std::optional<std::string> read_head(const std::string& path, uint32_t max_bytes) {
   FILE* f = fopen(path.c_str(), "r");
   if (!f) {
-    fmt::print(stderr, "ERROR: failed to open file '{}': {}\n", path, strerror(errno));
+    fmt::print(stderr, "ERROR: failed to open file '{}' ({})\n", path, strerror(errno));
     return std::nullopt;
   }
   std::string text(max_bytes, '\0');

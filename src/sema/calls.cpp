@@ -316,7 +316,7 @@ Type Checker::call(ExprId id) {
           error(a.loc, "delete(@m, key) takes the map without a key");
           return Type::none();
         }
-        if (!map_and_key(e.args[0], e.args[1])) return Type::none();
+        if (!map_and_key(e.args[0], e.args[1], "delete() with two arguments")) return Type::none();
       } else {
         if (!map_for(e.args[0], false)) {
           bool exists = std::any_of(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
@@ -438,7 +438,7 @@ Type Checker::call(ExprId id) {
         error(a.loc, "has_key() expects a map without a key, then the key: has_key(@m, k)");
         return Type::none();
       }
-      if (!map_and_key(e.args[0], e.args[1])) return Type::none();
+      if (!map_and_key(e.args[0], e.args[1], "has_key()")) return Type::none();
       return Type::boolean();
     }
     case Function::Ksym:
@@ -1053,7 +1053,7 @@ Type Checker::len_call(ExprId id) {
     MapInfo* m = whole_map(e.args[0]);
     if (!m) return Type::none();
     if (!m->keyed) {
-      error(e.loc, fmt::format("len() expects a map with keys: {} is a scalar map", m->name));
+      error(e.loc, fmt::format("call to len() expects a map with explicit keys (non-scalar map): {} has none", m->name));
       return Type::none();
     }
     if (!out_.btf->find_func("bpf_map_sum_elem_count")) {

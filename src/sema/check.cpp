@@ -2,6 +2,7 @@
 // variable types, and builds the action table. Function calls are in
 // calls.cpp, kernel types in kernel_types.cpp.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -224,8 +225,12 @@ void Checker::stmt(StmtId id) {
     }
     case StmtKind::Unroll: {
       auto n = constant(s.expr);
-      if (!n || *n < 1 || *n > 100) {
+      if (!n) {
         error(ast_.expr(s.expr).loc, "unroll() takes a constant from 1 to 100");
+        return;
+      }
+      if (*n < 1 || *n > 100) {
+        error(ast_.expr(s.expr).loc, *n < 1 ? "unroll minimum value is 1" : "unroll maximum value is 100");
         return;
       }
       block(s.body);
@@ -695,8 +700,9 @@ MapInfo* Checker::whole_map(ExprId id) {
 }
 
 // A map named without a key and its key given apart (delete(@m, k),
-// has_key(@m, k)): checks the key against the map's key type.
-bool Checker::map_and_key(ExprId map_id, ExprId key_id) {
+// has_key(@m, k)): checks the key against the map's key type. `call` names
+// the call in the error for a scalar map.
+bool Checker::map_and_key(ExprId map_id, ExprId key_id, std::string_view call) {
   const Expr& a = ast_.expr(map_id);
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
   if (it == out_.maps.end() && pruned_map(a.name)) it = empty_map(a.name, expr(key_id), a.loc);
@@ -705,12 +711,17 @@ bool Checker::map_and_key(ExprId map_id, ExprId key_id) {
     return false;
   }
   Type kt = expr(key_id);
+  if (!it->keyed) {
+    error(ast_.expr(map_id).loc,
+          fmt::format("call to {} expects a map with explicit keys (non-scalar map): {} has none", call, a.name));
+    return false;
+  }
   Type u;
-  if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
+  if (!unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
     error(ast_.expr(key_id).loc,
           fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
                       "arguments: '{}'",
-                      a.name, kt.name(), it->keyed ? it->key.name() : "none"));
+                      a.name, kt.name(), it->key.name()));
     return false;
   }
   out_.map_of[map_id] = static_cast<int32_t>(it - out_.maps.begin());
@@ -1340,15 +1351,29 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
   std::set<std::string> attach_getopts;  // getopt("NAME") in attach points
   for (size_t i = 0; i < program.probes.size(); ++i) {
+    bool failed = false;                 // an attach point of this probe reported an error
+    std::vector<std::string> unmatched;  // its patterns that matched nothing
     for (const auto& ap : program.probes[i].points) {
       auto text = expand_positionals(ap.text, options.positional, options.named_args, &attach_getopts);
       if (!text) {
         diags.error(ap.loc, text.error());
+        failed = true;
         continue;
       }
+      const size_t errors = diags.error_count();
       auto r = resolve_attach_point(*text, ap.loc, diags, options.target_pid, options.child_program);
-      if (r) resolved[i].push_back(std::move(*r));
+      if (r && !r->targets.empty())
+        resolved[i].push_back(std::move(*r));
+      else if (r)
+        unmatched.push_back(*text);
+      if (diags.error_count() != errors) failed = true;
     }
+    // A pattern that matches nothing drops its attach point (bpftrace's
+    // missing_probes=error): only a probe left with none is an error.
+    if (resolved[i].empty() && !failed)
+      diags.error(program.probes[i].points.size() == 1 ? program.probes[i].points[0].loc : program.probes[i].loc,
+                  fmt::format("Probe has no valid attach points: {} {} nothing",
+                                                     fmt::join(unmatched, ", "), unmatched.size() == 1 ? "matches" : "match"));
   }
   if (diags.has_errors()) return std::nullopt;
   // Raw tracepoints attach as tp_btf where the kernel's BTF has the event's
