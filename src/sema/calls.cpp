@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -862,8 +864,30 @@ Type Checker::memcmp_call(ExprId id) {
   return Type::integer(8, true);
 }
 
+// Why a --name=VALUE is not an integer, in bpftrace 0.26's words.
+static std::string named_int_error(std::string_view v) {
+  std::string_view digits = v.starts_with('-') ? v.substr(1) : v;
+  if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits[0]))) return "invalid integer";
+  const std::string text(v);
+  errno = 0;
+  char* end = nullptr;
+  (void)std::strtoll(text.c_str(), &end, 0);
+  return errno == ERANGE ? "value is out of range" : "invalid trailing bytes";
+}
+
+// A --name=VALUE of a boolean getopt(): 1, true, on, yes / 0, false, off,
+// no, in any case (bpftrace 0.26).
+static bool bool_word(std::string_view v, bool truth) {
+  std::string lower(v);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (truth) return lower == "1" || lower == "true" || lower == "on" || lower == "yes";
+  return lower == "0" || lower == "false" || lower == "off" || lower == "no";
+}
+
 // getopt("name"[, default[, "description"]]): the value of --name on the
-// command line after `--`, typed by the default (bool when none).
+// command line after `--`, typed by the default (bool when none). A bad value
+// is the command line's fault, so its error is unlocated (as bpftrace's);
+// the hint points at the getopt().
 Type Checker::getopt_call(ExprId id) {
   const Expr& e = ast_.expr(id);
   const Expr& n = ast_.expr(e.args[0]);
@@ -900,30 +924,30 @@ Type Checker::getopt_call(ExprId id) {
   out_.getopt_names.insert(n.sval);
   if (auto it = out_.named_args.find(n.sval); it != out_.named_args.end()) {
     const auto& v = it->second;
+    auto bad_value = [&](std::string_view why) {
+      std::string msg = fmt::format("program command line option --{} {} (value: {})", n.sval, why, v.value_or("true"));
+      const bool said = std::any_of(diags_.all().begin(), diags_.all().end(),
+                                    [&](const lang::Diagnostic& d) { return d.message == msg; });
+      if (final_ && !said)
+        diags_.error_unlocated(std::move(msg), {fmt::format("the program reads it with {} at {}", ast_.source.slice(e.loc),
+                                                            lang::location(ast_.source, e.loc))});
+      return Type::none();
+    };
     switch (kind) {
       case Kind::Bool:
-        if (!v || *v == "true" || *v == "1") ival = 1;
-        else if (*v == "false" || *v == "0") ival = 0;
-        else {
-          error(e.loc, fmt::format("getopt(): --{} expects a boolean (true, false, 1 or 0), got \"{}\"", n.sval, *v));
-          return Type::none();
-        }
+        if (!v || bool_word(*v, true)) ival = 1;
+        else if (bool_word(*v, false)) ival = 0;
+        else return bad_value("expects a boolean (e.g. 'true')");
         break;
       case Kind::Int: {
-        auto parsed = v ? parse_int_param(*v) : std::nullopt;
-        if (!parsed) {
-          error(e.loc, fmt::format("getopt(): --{} expects an integer, got {}", n.sval,
-                                   v ? fmt::format("\"{}\"", *v) : "no value"));
-          return Type::none();
-        }
+        if (!v) return bad_value("expects an integer");
+        auto parsed = parse_int_param(*v);
+        if (!parsed) return bad_value(named_int_error(*v));
         ival = *parsed;
         break;
       }
       case Kind::String:
-        if (!v) {
-          error(e.loc, fmt::format("getopt(): --{} expects a string value (--{}=VALUE)", n.sval, n.sval));
-          return Type::none();
-        }
+        if (!v) return bad_value("expects a string");
         sval = *v;
         break;
     }

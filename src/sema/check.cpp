@@ -1335,6 +1335,47 @@ void compute_layouts(TypedProgram& p) {
   }
 }
 
+// The --name[=value] options after `--` that no getopt() reads are an error
+// (bpftrace 0.26's words); --help alone lists the program's options, with
+// their descriptions, and does not run it.
+bool check_named_args(const lang::Program& program, const TypedProgram& out, const Options& options,
+                      lang::Diagnostics& diags) {
+  std::vector<std::string> unexpected;
+  bool help = false;
+  for (const auto& [name, value] : out.named_args) {
+    if (out.getopt_names.count(name) || options.implied_args.count(name)) continue;
+    if (name == "help") help = true;
+    else unexpected.push_back("--" + name);
+  }
+  if (unexpected.empty() && !help) return true;
+  // The program's options in the order written, each with its description.
+  std::vector<std::pair<std::string, std::string>> expected;
+  for (const auto& e : program.exprs) {
+    if (e.kind != lang::ExprKind::Call || e.name != "getopt" || e.args.empty()) continue;
+    const auto& name = program.expr(e.args[0]);
+    if (name.kind != lang::ExprKind::String) continue;
+    if (std::any_of(expected.begin(), expected.end(), [&](const auto& x) { return x.first == name.sval; })) continue;
+    const bool described = e.args.size() == 3 && program.expr(e.args[2]).kind == lang::ExprKind::String;
+    expected.emplace_back(name.sval, described ? program.expr(e.args[2]).sval : "");
+  }
+  std::string hint;
+  if (expected.empty()) {
+    hint = "no custom program options defined.";
+  } else if (help) {
+    hint = "expected program options:";
+    for (const auto& [name, description] : expected)
+      hint += fmt::format("\n--{}{}{}", name, description.empty() ? "" : ": ", description);
+  } else {
+    hint = "expected program options: ";
+    for (size_t i = 0; i < expected.size(); ++i) hint += fmt::format("{}--{}", i ? ", " : "", expected[i].first);
+  }
+  if (unexpected.empty())
+    diags.error_unlocated("--help asks for the program's options (below); the program is not run", {hint});
+  else
+    diags.error_unlocated(fmt::format("unexpected program command line options: {}", fmt::join(unexpected, ", ")), {hint});
+  return false;
+}
+
 }  // namespace
 
 std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags) {
@@ -1424,12 +1465,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   }
   if (diags.has_errors()) return std::nullopt;
   out.getopt_names.insert(attach_getopts.begin(), attach_getopts.end());
-  for (const auto& [name, value] : out.named_args) {
-    if (!out.getopt_names.count(name) && !options.implied_args.count(name)) {
-      diags.error_unlocated(fmt::format("Unexpected named argument: --{} (the program has no getopt(\"{}\"))", name, name));
-      return std::nullopt;
-    }
-  }
+  if (!check_named_args(program, out, options, diags)) return std::nullopt;
   for (const auto& m : out.maps) {
     if (m.agg == output::AggKind::Plain && m.value.kind == TypeKind::None) {
       diags.error(m.first_use, fmt::format("Undefined map: {}", m.name));
