@@ -19,10 +19,14 @@ std::string script_message_text(bool error, std::string_view msg, const lang::So
   return fmt::format("{}: {}: {}\n", lang::location(src, loc), error ? "ERROR" : "WARNING", msg);
 }
 
-// A failed helper call as text: a located warning with the source line.
-std::string helper_error_text(std::string_view msg, const lang::Source& src, lang::Loc loc) {
+// A failed helper call as text: a located warning, bpftrace's line naming
+// the helper and its return code (none for a division by 0, which calls no
+// helper), and the source line.
+std::string helper_error_text(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
+                              lang::Loc loc) {
   lang::Diagnostics d;
-  d.warning(loc, std::string(msg));
+  d.warning(loc, helper.empty() ? std::string(msg)
+                                : fmt::format("{}\nAdditional Info - helper: {}, retcode: {}", msg, helper, retcode));
   return d.render(src);
 }
 
@@ -129,8 +133,9 @@ class TextPrinter : public PieceWriter {
     else
       fmt::print(stderr, "{}", script_message_text(error, msg, src, loc));
   }
-  void helper_error(std::string_view msg, std::string_view, int, const lang::Source& src, lang::Loc loc) override {
-    const std::string text = helper_error_text(msg, src, loc);
+  void helper_error(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
+                    lang::Loc loc) override {
+    const std::string text = helper_error_text(msg, helper, retcode, src, loc);
     fflush(out_);
     fmt::print(stderr, "{}", text);
   }
@@ -264,7 +269,7 @@ class RecordPrinter : public JsonPrinter {
   void helper_error(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
                     lang::Loc loc) override {
     emit(output::with_fields(helper_error_json(msg, helper, retcode, src, loc),
-                             output::text_field(helper_error_text(msg, src, loc))));
+                             output::text_field(helper_error_text(msg, helper, retcode, src, loc))));
   }
   void exit_maps_follow() override { emit(output::json_exit(o_.gap_before_maps)); }
 
