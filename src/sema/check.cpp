@@ -77,8 +77,37 @@ void Checker::error(lang::Loc loc, std::string msg) {
 
 static void maps_in_expr(const lang::Program& program, ExprId id, std::set<std::string>& out);
 
+// Whether control never goes past statement `id`: return, break, continue,
+// exit(), a block holding one, or an if/else whose two branches both end so.
+static bool ends_flow(const lang::Program& ast, StmtId id) {
+  const Stmt& s = ast.stmt(id);
+  const auto any = [&](const std::vector<StmtId>& body) {
+    return std::any_of(body.begin(), body.end(), [&](StmtId b) { return ends_flow(ast, b); });
+  };
+  switch (s.kind) {
+    case StmtKind::Return:
+    case StmtKind::Break:
+    case StmtKind::Continue: return true;
+    case StmtKind::Expr: {
+      const Expr& e = ast.expr(s.expr);
+      return e.kind == ExprKind::Call && e.name == "exit";
+    }
+    case StmtKind::Block: return any(s.body);
+    case StmtKind::If: return s.has_else && any(s.body) && any(s.else_body);
+    default: return false;
+  }
+}
+
 void Checker::block(const std::vector<StmtId>& body) {
   scopes_.emplace_back();
+  // The first statement after one that ends the flow is never run (bpftrace
+  // 0.26 warns, and still checks it).
+  for (size_t i = 0; final_ && i + 1 < body.size(); ++i) {
+    if (ends_flow(ast_, body[i])) {
+      diags_.warning(ast_.stmt(body[i + 1]).loc, "Unreachable statement.");
+      break;
+    }
+  }
   for (StmtId s : body) stmt(s);
   scopes_.pop_back();
   fold_print_clear(body);
