@@ -924,6 +924,8 @@ Type Checker::getopt_call(ExprId id) {
   out_.getopt_names.insert(n.sval);
   if (auto it = out_.named_args.find(n.sval); it != out_.named_args.end()) {
     const auto& v = it->second;
+    // Reports a bad value; the default stands in for it, so that nothing
+    // after the getopt() fails for want of a type.
     auto bad_value = [&](std::string_view why) {
       std::string msg = fmt::format("program command line option --{} {} (value: {})", n.sval, why, v.value_or("true"));
       const bool said = std::any_of(diags_.all().begin(), diags_.all().end(),
@@ -931,24 +933,22 @@ Type Checker::getopt_call(ExprId id) {
       if (final_ && !said)
         diags_.error_unlocated(std::move(msg), {fmt::format("the program reads it with {} at {}", ast_.source.slice(e.loc),
                                                             lang::location(ast_.source, e.loc))});
-      return Type::none();
     };
     switch (kind) {
       case Kind::Bool:
         if (!v || bool_word(*v, true)) ival = 1;
         else if (bool_word(*v, false)) ival = 0;
-        else return bad_value("expects a boolean (e.g. 'true')");
+        else bad_value("expects a boolean (e.g. 'true')");
         break;
       case Kind::Int: {
-        if (!v) return bad_value("expects an integer");
-        auto parsed = parse_int_param(*v);
-        if (!parsed) return bad_value(named_int_error(*v));
-        ival = *parsed;
+        auto parsed = v ? parse_int_param(*v) : std::nullopt;
+        if (parsed) ival = *parsed;
+        else bad_value(v ? named_int_error(*v) : "expects an integer");
         break;
       }
       case Kind::String:
-        if (!v) return bad_value("expects a string");
-        sval = *v;
+        if (v) sval = *v;
+        else bad_value("expects a string");
         break;
     }
   }

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -1007,6 +1008,16 @@ Type Checker::expr(ExprId id) {
       const auto& p = out_.positional[e.ival - 1];
       out_.const_of[id] = parse_int_param(p);
       if (out_.const_of[id]) return set(id, Type::integer(8, true));
+      // Past INT64_MAX (0xffffffffffffffff): an unsigned 64-bit integer.
+      if (!p.empty() && std::isdigit(static_cast<unsigned char>(p[0]))) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long u = std::strtoull(p.c_str(), &end, 0);
+        if (errno == 0 && *end == '\0') {
+          out_.const_of[id] = static_cast<int64_t>(u);
+          return set(id, Type::integer(8, false));
+        }
+      }
       return set(id, Type::string(static_cast<uint32_t>(p.size() + 1)));
     }
     case ExprKind::PositionalCount: return set(id, Type::integer(8, true));
