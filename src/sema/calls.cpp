@@ -594,15 +594,16 @@ Type Checker::call(ExprId id) {
       return Type::boolean();
     }
     case Function::Kaddr: {
-      const Expr& a = ast_.expr(e.args[0]);
-      if (a.kind != ExprKind::String) {
+      // A string known now: a literal, or str($1) of a parameter (bpftrace).
+      const bool literal = ast_.expr(e.args[0]).kind == ExprKind::String;
+      const std::optional<std::string> name = expr(e.args[0]).is_string() ? const_string(e.args[0]) : std::nullopt;
+      if (!name || (!literal && name->empty())) {
         error(e.loc, fmt::format("kaddr() expects a string literal ({} provided)", provided(e.args[0])));
         return Type::none();
       }
-      expr(e.args[0]);
-      auto addr = symbols::kernel_symbol_address(a.sval);
+      auto addr = symbols::kernel_symbol_address(*name);
       if (!addr) {
-        error(e.loc, fmt::format("Failed to resolve kernel symbol: {}", a.sval));
+        error(e.loc, fmt::format("Failed to resolve kernel symbol: {}", *name));
         return Type::none();
       }
       out_.const_of[id] = static_cast<int64_t>(*addr);
