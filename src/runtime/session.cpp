@@ -940,7 +940,8 @@ class Session {
       case sema::ActionKind::Warnf: {
         const bool err = a.kind == sema::ActionKind::Errorf;
         if (!err && o_.no_warnings) break;
-        printer_->script_message(err, output::format_printf(a.printf_format, args), p_.ast->source, a.loc);
+        printer_->script_message(err, output::format_printf(a.printf_format, args), p_.ast->source, a.loc,
+                                 a.expanded_from);
         break;
       }
       case sema::ActionKind::System: {
