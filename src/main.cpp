@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -230,10 +232,20 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     case 'l': want_list = true; break;
     case 'c': cli.child_cmd = arg; break;
     case 'p': {
-      char* end;
-      long pid = strtol(arg, &end, 10);
-      if (*end || pid <= 0) {
-        fmt::print(stderr, "ERROR: invalid PID \"{}\"\n", arg);
+      // bpftrace 0.26's words: "invalid integer" when no digit starts the
+      // value, "invalid trailing bytes" after some, and 0x400000 (the
+      // kernel's largest pid_max) as the bound.
+      const bool digit_first = isdigit(static_cast<unsigned char>(*arg));
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long pid = digit_first ? strtoull(arg, &end, 10) : 0;
+      if (!digit_first || *end) {
+        fmt::print(stderr, "ERROR: Failed to parse pid: {}: {}\n",
+                   digit_first ? "invalid trailing bytes" : "invalid integer", arg);
+        return 1;
+      }
+      if (pid == 0 || pid > 0x400000 || errno == ERANGE) {
+        fmt::print(stderr, "ERROR: Pid out of range: {}\n", arg);
         return 1;
       }
       if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
@@ -752,7 +764,7 @@ int main(int argc, char** argv) {
     }
     std::string path = argv[optind++];
     if (!read_file(path, cli.program)) {
-      fmt::print(stderr, "ERROR: failed to open {}: {}\n", path, strerror(errno));
+      fmt::print(stderr, "ERROR: failed to open file '{}': {}\n", path, strerror(errno));
       if (path.find('/') == std::string::npos && path.find('.') == std::string::npos)
         fmt::print(stderr, "HINT: {} is not a file nor a tool; `bpfscope tools` lists the tools\n", path);
       return 1;

@@ -19,7 +19,7 @@ constexpr Function kMaps[] = {
            c.error(a.loc, "delete(@m, key) takes the map without a key");
            return Type::none();
          }
-         if (!c.map_and_key(e.args[0], e.args[1])) return Type::none();
+         if (!c.map_and_key(e.args[0], e.args[1], "delete() with two arguments")) return Type::none();
        } else {
          if (!c.map_for(e.args[0], false)) {
            bool exists =
@@ -54,7 +54,7 @@ constexpr Function kMaps[] = {
          c.error(a.loc, "has_key() expects a map without a key, then the key: has_key(@m, k)");
          return Type::none();
        }
-       if (!c.map_and_key(e.args[0], e.args[1])) return Type::none();
+       if (!c.map_and_key(e.args[0], e.args[1], "has_key()")) return Type::none();
        return Type::boolean();
      },
      .lower = [](Lowerer& l, ExprId /*id*/, const Expr& e, const Type& t) -> Val {
@@ -75,7 +75,7 @@ constexpr Function kMaps[] = {
          MapInfo* m = c.whole_map(e.args[0]);
          if (!m) return Type::none();
          if (!m->keyed) {
-           c.error(e.loc, fmt::format("len() expects a map with keys: {} is a scalar map", m->name));
+           c.error(e.loc, fmt::format("call to len() expects a map with explicit keys (non-scalar map): {} has none", m->name));
            return Type::none();
          }
          if (!c.out_.btf->find_func("bpf_map_sum_elem_count")) {

@@ -1,7 +1,31 @@
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
 #include "builtins/common.h"
 
 namespace bpfscope::builtins {
 namespace {
+
+// Why a --name=VALUE is not an integer, in bpftrace 0.26's words.
+std::string named_int_error(std::string_view v) {
+  std::string_view digits = v.starts_with('-') ? v.substr(1) : v;
+  if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits[0]))) return "invalid integer";
+  const std::string text(v);
+  errno = 0;
+  char* end = nullptr;
+  (void)std::strtoll(text.c_str(), &end, 0);
+  return errno == ERANGE ? "value is out of range" : "invalid trailing bytes";
+}
+
+// A --name=VALUE of a boolean getopt(): 1, true, on, yes / 0, false, off,
+// no, in any case (bpftrace 0.26).
+bool bool_word(std::string_view v, bool truth) {
+  std::string lower(v);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (truth) return lower == "1" || lower == "true" || lower == "on" || lower == "yes";
+  return lower == "0" || lower == "false" || lower == "off" || lower == "no";
+}
 
 // config's fields: the settings a script's `config = { ... }` block and the
 // environment set, as bpftrace 0.26 names them.
@@ -86,34 +110,40 @@ constexpr Function kOptions[] = {
        c.out_.getopt_names.insert(n.sval);
        if (auto it = c.out_.named_args.find(n.sval); it != c.out_.named_args.end()) {
          const auto& v = it->second;
+         // Reports a bad value; the default stands in for it, so that nothing
+         // after the getopt() fails for want of a type.
+         auto bad_value = [&](std::string_view why) {
+           std::string msg =
+               fmt::format("program command line option --{} {} (value: {})", n.sval, why, v.value_or("true"));
+           const bool said = std::any_of(c.diags_.all().begin(), c.diags_.all().end(),
+                                         [&](const lang::Diagnostic& d) { return d.message == msg; });
+           if (c.final_ && !said)
+             c.diags_.error_unlocated(std::move(msg), {fmt::format("the program reads it with {} at {}",
+                                                                   c.ast_.source.slice(e.loc),
+                                                                   lang::location(c.ast_.source, e.loc))});
+         };
          switch (kind) {
            case Kind::Bool:
-             if (!v || *v == "true" || *v == "1")
+             if (!v || bool_word(*v, true))
                ival = 1;
-             else if (*v == "false" || *v == "0")
+             else if (bool_word(*v, false))
                ival = 0;
-             else {
-               c.error(e.loc,
-                       fmt::format("getopt(): --{} expects a boolean (true, false, 1 or 0), got \"{}\"", n.sval, *v));
-               return Type::none();
-             }
+             else
+               bad_value("expects a boolean (e.g. 'true')");
              break;
            case Kind::Int: {
              auto parsed = v ? parse_int_param(*v) : std::nullopt;
-             if (!parsed) {
-               c.error(e.loc, fmt::format("getopt(): --{} expects an integer, got {}", n.sval,
-                                          v ? fmt::format("\"{}\"", *v) : "no value"));
-               return Type::none();
-             }
-             ival = *parsed;
+             if (parsed)
+               ival = *parsed;
+             else
+               bad_value(v ? named_int_error(*v) : "expects an integer");
              break;
            }
            case Kind::String:
-             if (!v) {
-               c.error(e.loc, fmt::format("getopt(): --{} expects a string value (--{}=VALUE)", n.sval, n.sval));
-               return Type::none();
-             }
-             sval = *v;
+             if (v)
+               sval = *v;
+             else
+               bad_value("expects a string");
              break;
          }
        }

@@ -116,15 +116,16 @@ constexpr Function kSymbols[] = {
      .min_args = 1,
      .max_args = 1,
      .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
-       const Expr& a = c.ast_.expr(e.args[0]);
-       if (a.kind != ExprKind::String) {
+       // A string known now: a literal, or str($1) of a parameter (bpftrace).
+       const bool literal = c.ast_.expr(e.args[0]).kind == ExprKind::String;
+       const std::optional<std::string> name = c.expr(e.args[0]).is_string() ? c.const_string(e.args[0]) : std::nullopt;
+       if (!name || (!literal && name->empty())) {
          c.error(e.loc, fmt::format("kaddr() expects a string literal ({} provided)", c.provided(e.args[0])));
          return Type::none();
        }
-       c.expr(e.args[0]);
-       auto addr = bpfscope::symbols::kernel_symbol_address(a.sval);
+       auto addr = bpfscope::symbols::kernel_symbol_address(*name);
        if (!addr) {
-         c.error(e.loc, fmt::format("Failed to resolve kernel symbol: {}", a.sval));
+         c.error(e.loc, fmt::format("Failed to resolve kernel symbol: {}", *name));
          return Type::none();
        }
        c.out_.const_of[id] = static_cast<int64_t>(*addr);

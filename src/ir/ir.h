@@ -105,6 +105,7 @@ struct HelperSite {
   lang::Loc loc;      // the statement or expression that made the call
   int32_t map = -1;   // the script map a failed update was for
 };
+inline constexpr int kDivideByZero = -1;  // HelperSite::helper of a division or modulo by 0
 inline constexpr uint64_t kHelperErrorRecord = ~uint64_t{0};
 inline constexpr uint32_t kHelperErrorSize = 16;
 

@@ -586,7 +586,21 @@ VregId Lowerer::arith(Op op, VregId a, const Val& rhs, bool is_signed) {
   // The verifier rejects an immediate divisor of 0 and immediate shifts
   // outside 0-63; those go through a register (BPF defines x/0 as 0).
   bool imm_ok = rhs.constant && *rhs.constant >= INT32_MIN && *rhs.constant <= INT32_MAX;
-  if (imm_ok && (alu == AluOp::Div || alu == AluOp::Mod) && *rhs.constant == 0) imm_ok = false;
+  if ((alu == AluOp::Div || alu == AluOp::Mod) && (!rhs.constant || *rhs.constant == 0)) {
+    // As bpftrace: a divisor of 0 gives 1, with a run-time warning.
+    VregId d = materialize_int(rhs);
+    VregId out = b_.imm(1);
+    BlockId zero = b_.new_block(), nonzero = b_.new_block(), join = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, d, 0, zero, nonzero);
+    b_.set_block(zero);
+    send_helper_error(add_site(ir::kDivideByZero), d);
+    b_.jump(join);
+    b_.set_block(nonzero);
+    b_.mov_to(out, b_.alu(alu, a, d));
+    b_.jump(join);
+    b_.set_block(join);
+    return out;
+  }
   if (imm_ok && (alu == AluOp::Lsh || alu == AluOp::Rsh) && (*rhs.constant < 0 || *rhs.constant > 63)) imm_ok = false;
   if (imm_ok) return b_.alu_imm(alu, a, *rhs.constant);
   return b_.alu(alu, a, materialize_int(rhs));
@@ -631,7 +645,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       auto& slot = vars_[var];
       return Val{.reg = scratch_ptr(slot.off), .type = vt, .local = vt.is_record()};
     }
-    case ExprKind::Map: return map_read(id);
+    case ExprKind::Map: return map_read(id, true);
     case ExprKind::Call: return call(id, e, t);
     case ExprKind::Unary: {
       switch (e.op) {

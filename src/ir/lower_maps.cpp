@@ -53,11 +53,21 @@ VregId Lowerer::map_key(ExprId id) {
   return p;
 }
 
-Val Lowerer::map_read_key(ExprId id, VregId key) {
+Val Lowerer::map_read_key(ExprId id, VregId key, bool report_missing) {
   const auto& m = map_info(id);
   if (m.agg != output::AggKind::Plain) return aggregate_read(id, key);
   VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key});
   BlockId found = b_.new_block(), missing = b_.new_block(), join = b_.new_block();
+  if (report_missing && opts_.helper_errors) {
+    // -k: a read of an element that does not exist is reported (bpftrace
+    // gives the return code as 0).
+    BlockId report = b_.new_block(), check = b_.new_block();
+    b_.branch_imm(ir::Cond::Eq, ptr, 0, report, check);
+    b_.set_block(report);
+    send_helper_error(add_site(BPF_FUNC_map_lookup_elem, p_.map_of[id]), b_.imm(0));
+    b_.jump(check);
+    b_.set_block(check);
+  }
   if (m.value.is_int()) {
     VregId out = b_.vreg();
     b_.branch_imm(ir::Cond::Eq, ptr, 0, missing, found);

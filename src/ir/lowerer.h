@@ -208,9 +208,10 @@ class Lowerer {
 
   VregId map_key(ExprId id);
 
-  Val map_read(ExprId id) { return map_read_key(id, map_key(id)); }
+  // A read in an expression: with -k, a missing element is reported.
+  Val map_read(ExprId id, bool report_missing = false) { return map_read_key(id, map_key(id), report_missing); }
 
-  Val map_read_key(ExprId id, VregId key);
+  Val map_read_key(ExprId id, VregId key, bool report_missing = false);
 
   Val aggregate_read(ExprId id, VregId key);
 

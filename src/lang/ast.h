@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -155,6 +156,9 @@ struct Program {
   std::vector<std::string> includes;  // header names from #include lines
   std::vector<CDefinition> c_definitions;
   std::vector<Macro> macros;  // expanded by parse(): probes hold no macro calls
+  // The expressions of an expanded macro's body: the calls that expanded
+  // them, innermost first (errorf()'s "expanded from" lines).
+  std::map<ExprId, std::vector<Loc>> expanded_from;
   std::vector<MapDecl> map_decls;
   // config = { key = value; ... }: raw key and value text.
   std::vector<std::pair<std::string, std::string>> config;

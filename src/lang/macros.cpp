@@ -168,6 +168,9 @@ class Expander {
     Expr block;
     block.kind = ExprKind::Block;
     block.loc = e.loc;
+    chain_ = {e.loc};
+    if (auto from = p_.expanded_from.find(id); from != p_.expanded_from.end())
+      chain_.insert(chain_.end(), from->second.begin(), from->second.end());
     for (StmtId s : m->body) block.body.push_back(clone_stmt(s, &b));
     if (m->value != kNone) block.args.push_back(clone_expr(m->value, &b));
     if (stop_) return;
@@ -210,7 +213,14 @@ class Expander {
     for (ExprId& a : e.args) a = clone_expr(a, b);
     for (StmtId& s : e.body) s = clone_stmt(s, b);
     p_.exprs.push_back(std::move(e));
-    return static_cast<ExprId>(p_.exprs.size() - 1);
+    const auto copy = static_cast<ExprId>(p_.exprs.size() - 1);
+    if (b) {
+      p_.expanded_from[copy] = chain_;
+    } else if (auto from = p_.expanded_from.find(id); from != p_.expanded_from.end()) {
+      std::vector<Loc> chain = from->second;
+      p_.expanded_from[copy] = std::move(chain);
+    }
+    return copy;
   }
 
   StmtId clone_stmt(StmtId id, const Binding* b) {
@@ -232,6 +242,7 @@ class Expander {
   Diagnostics& d_;
   std::map<std::string, std::vector<size_t>> by_name_;  // macro name -> indexes, in definition order
   std::vector<const Macro*> stack_;
+  std::vector<Loc> chain_;  // the calls expanding the body being copied, innermost first
   std::set<std::pair<uint32_t, uint32_t>> reported_;
   uint32_t serial_ = 0;
   size_t errors_ = 0;

@@ -15,14 +15,27 @@ namespace {
 
 // errorf()/warnf() as text: the probe's location and the message (0.24:
 // no source line).
-std::string script_message_text(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc) {
-  return fmt::format("{}: {}: {}\n", lang::location(src, loc), error ? "ERROR" : "WARNING", msg);
+std::string script_message_text(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc,
+                                const std::vector<lang::Loc>& expanded_from) {
+  std::string text = fmt::format("{}: {}: {}\n", lang::location(src, loc), error ? "ERROR" : "WARNING", msg);
+  // In a macro: each call that expanded it, with its source line (0.26).
+  for (lang::Loc call : expanded_from) {
+    lang::Diagnostics d;
+    if (error) d.error(call, "expanded from");
+    else d.warning(call, "expanded from");
+    text += d.render(src);
+  }
+  return text;
 }
 
-// A failed helper call as text: a located warning with the source line.
-std::string helper_error_text(std::string_view msg, const lang::Source& src, lang::Loc loc) {
+// A failed helper call as text: a located warning, bpftrace's line naming
+// the helper and its return code (none for a division by 0, which calls no
+// helper), and the source line.
+std::string helper_error_text(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
+                              lang::Loc loc) {
   lang::Diagnostics d;
-  d.warning(loc, std::string(msg));
+  d.warning(loc, helper.empty() ? std::string(msg)
+                                : fmt::format("{}\nAdditional Info - helper: {}, retcode: {}", msg, helper, retcode));
   return d.render(src);
 }
 
@@ -120,17 +133,19 @@ class TextPrinter : public PieceWriter {
   }
   void value(const output::Value& v) override { emit(output::to_text(v) + "\n"); }
   void event(EventKind, std::string_view text) override { emit(text); }
-  void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc) override {
+  void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc,
+                      const std::vector<lang::Loc>& expanded_from) override {
     fflush(out_);
     // A packaged tool's message is about its command line (profile: -C 99:
     // invalid cpu...), not a line of its file.
     if (!o_.tool_name.empty())
       fmt::print(stderr, "{}: {}{}\n", o_.tool_name, error ? "" : "WARNING: ", msg);
     else
-      fmt::print(stderr, "{}", script_message_text(error, msg, src, loc));
+      fmt::print(stderr, "{}", script_message_text(error, msg, src, loc, expanded_from));
   }
-  void helper_error(std::string_view msg, std::string_view, int, const lang::Source& src, lang::Loc loc) override {
-    const std::string text = helper_error_text(msg, src, loc);
+  void helper_error(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
+                    lang::Loc loc) override {
+    const std::string text = helper_error_text(msg, helper, retcode, src, loc);
     fflush(out_);
     fmt::print(stderr, "{}", text);
   }
@@ -198,7 +213,8 @@ class JsonPrinter : public PieceWriter {
   }
   void value(const output::Value& v) override { emit(output::json_value_event(v)); }
   void event(EventKind kind, std::string_view text) override { emit(output::json_event(event_type(kind), text)); }
-  void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc) override {
+  void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc,
+                      const std::vector<lang::Loc>&) override {
     emit(message_json(error, msg, src, loc));
   }
   void helper_error(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
@@ -257,14 +273,15 @@ class RecordPrinter : public JsonPrinter {
   void value(const output::Value& v) override {
     emit(output::with_fields(output::json_value_event(v), output::typed_field(v)));
   }
-  void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc) override {
+  void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc,
+                      const std::vector<lang::Loc>& expanded_from) override {
     emit(output::with_fields(message_json(error, msg, src, loc),
-                             output::text_field(script_message_text(error, msg, src, loc))));
+                             output::text_field(script_message_text(error, msg, src, loc, expanded_from))));
   }
   void helper_error(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,
                     lang::Loc loc) override {
     emit(output::with_fields(helper_error_json(msg, helper, retcode, src, loc),
-                             output::text_field(helper_error_text(msg, src, loc))));
+                             output::text_field(helper_error_text(msg, helper, retcode, src, loc))));
   }
   void exit_maps_follow() override { emit(output::json_exit(o_.gap_before_maps)); }
 

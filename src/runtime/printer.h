@@ -54,8 +54,10 @@ class Printer {
   virtual void value(const output::Value& v) = 0;
   virtual void event(EventKind kind, std::string_view text) = 0;
 
-  // errorf() (`error`) or warnf() at `loc`, its message formatted.
-  virtual void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc) = 0;
+  // errorf() (`error`) or warnf() at `loc`, its message formatted;
+  // `expanded_from`: the macro calls that expanded it, innermost first.
+  virtual void script_message(bool error, std::string_view msg, const lang::Source& src, lang::Loc loc,
+                              const std::vector<lang::Loc>& expanded_from) = 0;
   // A helper call at `loc` failed with `retcode` (ir::HelperSite); `helper`
   // is bpftrace's name for it.
   virtual void helper_error(std::string_view msg, std::string_view helper, int retcode, const lang::Source& src,

@@ -139,7 +139,7 @@ class ValueNames : public Resolver {
 std::optional<std::string> read_head(const std::string& path, uint32_t max_bytes) {
   FILE* f = fopen(path.c_str(), "r");
   if (!f) {
-    fmt::print(stderr, "ERROR: failed to open file '{}': {}\n", path, strerror(errno));
+    fmt::print(stderr, "ERROR: failed to open file '{}' ({})\n", path, strerror(errno));
     return std::nullopt;
   }
   std::string text(max_bytes, '\0');
@@ -161,6 +161,8 @@ std::string_view helper_name(int helper) {
     case BPF_FUNC_probe_read_kernel: return "probe_read_kernel";
     case BPF_FUNC_probe_read_kernel_str: return "probe_read_kernel_str";
     case BPF_FUNC_get_stackid: return "get_stackid";
+    case BPF_FUNC_map_lookup_elem: return "map_lookup_elem";
+    case ir::kDivideByZero: return "";
     default: return "helper";
   }
 }
@@ -168,6 +170,9 @@ std::string_view helper_name(int helper) {
 // The message of a failed helper call: a full map says so, with what to
 // change; others are "Failed to HELPER: strerror (-errno)".
 std::string helper_error_message(const sema::TypedProgram& p, const ir::HelperSite& site, int ret) {
+  if (site.helper == ir::kDivideByZero)
+    return "Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.";
+  if (site.helper == BPF_FUNC_map_lookup_elem) return "Can't lookup map element because it does not exist.";
   if (site.helper == BPF_FUNC_map_update_elem && ret == -E2BIG && site.map >= 0) {
     const auto& m = p.maps[site.map];
     return fmt::format(
@@ -999,7 +1004,8 @@ class Session {
       case sema::ActionKind::Warnf: {
         const bool err = a.kind == sema::ActionKind::Errorf;
         if (!err && o_.no_warnings) break;
-        printer_->script_message(err, output::format_printf(a.printf_format, args), p_.ast->source, a.loc);
+        printer_->script_message(err, output::format_printf(a.printf_format, args), p_.ast->source, a.loc,
+                                 a.expanded_from);
         break;
       }
       case sema::ActionKind::System: {

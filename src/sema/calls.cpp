@@ -396,6 +396,8 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
   if (kind == ActionKind::Printf) args.push_back(Type::integer(4, false));
   int32_t act = add_action(kind, e.loc, std::move(args));
   out_.actions[act].with_cpu = kind == ActionKind::Printf;
+  if (auto from = ast_.expanded_from.find(id); from != ast_.expanded_from.end())
+    out_.actions[act].expanded_from = from->second;
   out_.actions[act].divisors = std::move(divisors);
   out_.actions[act].format = f.sval;
   out_.actions[act].printf_format = std::move(format);

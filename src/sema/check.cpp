@@ -2,8 +2,10 @@
 // variable types, and builds the action table. Function calls are in
 // calls.cpp, kernel types in kernel_types.cpp.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -65,8 +67,37 @@ void Checker::error(lang::Loc loc, std::string msg) {
 
 static void maps_in_expr(const lang::Program& program, ExprId id, std::set<std::string>& out);
 
+// Whether control never goes past statement `id`: return, break, continue,
+// exit(), a block holding one, or an if/else whose two branches both end so.
+static bool ends_flow(const lang::Program& ast, StmtId id) {
+  const Stmt& s = ast.stmt(id);
+  const auto any = [&](const std::vector<StmtId>& body) {
+    return std::any_of(body.begin(), body.end(), [&](StmtId b) { return ends_flow(ast, b); });
+  };
+  switch (s.kind) {
+    case StmtKind::Return:
+    case StmtKind::Break:
+    case StmtKind::Continue: return true;
+    case StmtKind::Expr: {
+      const Expr& e = ast.expr(s.expr);
+      return e.kind == ExprKind::Call && e.name == "exit";
+    }
+    case StmtKind::Block: return any(s.body);
+    case StmtKind::If: return s.has_else && any(s.body) && any(s.else_body);
+    default: return false;
+  }
+}
+
 void Checker::block(const std::vector<StmtId>& body) {
   scopes_.emplace_back();
+  // The first statement after one that ends the flow is never run (bpftrace
+  // 0.26 warns, and still checks it).
+  for (size_t i = 0; final_ && i + 1 < body.size(); ++i) {
+    if (ends_flow(ast_, body[i])) {
+      diags_.warning(ast_.stmt(body[i + 1]).loc, "Unreachable statement.");
+      break;
+    }
+  }
   for (StmtId s : body) stmt(s);
   scopes_.pop_back();
   fold_print_clear(body);
@@ -213,8 +244,12 @@ void Checker::stmt(StmtId id) {
     }
     case StmtKind::Unroll: {
       auto n = constant(s.expr);
-      if (!n || *n < 1 || *n > 100) {
+      if (!n) {
         error(ast_.expr(s.expr).loc, "unroll() takes a constant from 1 to 100");
+        return;
+      }
+      if (*n < 1 || *n > 100) {
+        error(ast_.expr(s.expr).loc, *n < 1 ? "unroll minimum value is 1" : "unroll maximum value is 100");
         return;
       }
       block(s.body);
@@ -693,8 +728,9 @@ MapInfo* Checker::whole_map(ExprId id) {
 }
 
 // A map named without a key and its key given apart (delete(@m, k),
-// has_key(@m, k)): checks the key against the map's key type.
-bool Checker::map_and_key(ExprId map_id, ExprId key_id) {
+// has_key(@m, k)): checks the key against the map's key type. `call` names
+// the call in the error for a scalar map.
+bool Checker::map_and_key(ExprId map_id, ExprId key_id, std::string_view call) {
   const Expr& a = ast_.expr(map_id);
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& m) { return m.name == a.name; });
   if (it == out_.maps.end() && pruned_map(a.name)) it = empty_map(a.name, expr(key_id), a.loc);
@@ -703,12 +739,17 @@ bool Checker::map_and_key(ExprId map_id, ExprId key_id) {
     return false;
   }
   Type kt = expr(key_id);
+  if (!it->keyed) {
+    error(ast_.expr(map_id).loc,
+          fmt::format("call to {} expects a map with explicit keys (non-scalar map): {} has none", call, a.name));
+    return false;
+  }
   Type u;
-  if (!it->keyed || !unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
+  if (!unify(it->key, kt.is_int() ? Type::integer(8, kt.is_signed) : kt, u)) {
     error(ast_.expr(key_id).loc,
           fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
                       "arguments: '{}'",
-                      a.name, kt.name(), it->keyed ? it->key.name() : "none"));
+                      a.name, kt.name(), it->key.name()));
     return false;
   }
   out_.map_of[map_id] = static_cast<int32_t>(it - out_.maps.begin());
@@ -870,6 +911,16 @@ Type Checker::expr(ExprId id) {
       const auto& p = out_.positional[e.ival - 1];
       out_.const_of[id] = parse_int_param(p);
       if (out_.const_of[id]) return set(id, Type::integer(8, true));
+      // Past INT64_MAX (0xffffffffffffffff): an unsigned 64-bit integer.
+      if (!p.empty() && std::isdigit(static_cast<unsigned char>(p[0]))) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long u = std::strtoull(p.c_str(), &end, 0);
+        if (errno == 0 && *end == '\0') {
+          out_.const_of[id] = static_cast<int64_t>(u);
+          return set(id, Type::integer(8, false));
+        }
+      }
       return set(id, Type::string(static_cast<uint32_t>(p.size() + 1)));
     }
     case ExprKind::PositionalCount: return set(id, Type::integer(8, true));
@@ -1227,6 +1278,47 @@ void compute_layouts(TypedProgram& p) {
   }
 }
 
+// The --name[=value] options after `--` that no getopt() reads are an error
+// (bpftrace 0.26's words); --help alone lists the program's options, with
+// their descriptions, and does not run it.
+bool check_named_args(const lang::Program& program, const TypedProgram& out, const Options& options,
+                      lang::Diagnostics& diags) {
+  std::vector<std::string> unexpected;
+  bool help = false;
+  for (const auto& [name, value] : out.named_args) {
+    if (out.getopt_names.count(name) || options.implied_args.count(name)) continue;
+    if (name == "help") help = true;
+    else unexpected.push_back("--" + name);
+  }
+  if (unexpected.empty() && !help) return true;
+  // The program's options in the order written, each with its description.
+  std::vector<std::pair<std::string, std::string>> expected;
+  for (const auto& e : program.exprs) {
+    if (e.kind != lang::ExprKind::Call || e.name != "getopt" || e.args.empty()) continue;
+    const auto& name = program.expr(e.args[0]);
+    if (name.kind != lang::ExprKind::String) continue;
+    if (std::any_of(expected.begin(), expected.end(), [&](const auto& x) { return x.first == name.sval; })) continue;
+    const bool described = e.args.size() == 3 && program.expr(e.args[2]).kind == lang::ExprKind::String;
+    expected.emplace_back(name.sval, described ? program.expr(e.args[2]).sval : "");
+  }
+  std::string hint;
+  if (expected.empty()) {
+    hint = "no custom program options defined.";
+  } else if (help) {
+    hint = "expected program options:";
+    for (const auto& [name, description] : expected)
+      hint += fmt::format("\n--{}{}{}", name, description.empty() ? "" : ": ", description);
+  } else {
+    hint = "expected program options: ";
+    for (size_t i = 0; i < expected.size(); ++i) hint += fmt::format("{}--{}", i ? ", " : "", expected[i].first);
+  }
+  if (unexpected.empty())
+    diags.error_unlocated("--help asks for the program's options (below); the program is not run", {hint});
+  else
+    diags.error_unlocated(fmt::format("unexpected program command line options: {}", fmt::join(unexpected, ", ")), {hint});
+  return false;
+}
+
 }  // namespace
 
 std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags) {
@@ -1244,10 +1336,13 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   std::vector<std::vector<ResolvedAttachPoint>> resolved(program.probes.size());
   std::set<std::string> attach_getopts;  // getopt("NAME") in attach points
   for (size_t i = 0; i < program.probes.size(); ++i) {
+    bool failed = false;                 // an attach point of this probe reported an error
+    std::vector<std::string> unmatched;  // its patterns that matched nothing
     for (const auto& ap : program.probes[i].points) {
       auto text = expand_positionals(ap.text, options.positional, options.named_args, &attach_getopts);
       if (!text) {
         diags.error(ap.loc, text.error());
+        failed = true;
         continue;
       }
       if (out.config.missing_probes != MissingProbes::Error) {
@@ -1256,19 +1351,30 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         lang::Diagnostics scratch;
         std::string missing;
         auto r = resolve_attach_point(*text, ap.loc, scratch, options.target_pid, options.child_program, &missing);
-        if (r) {
+        if (r && !r->targets.empty()) {
           resolved[i].push_back(std::move(*r));
           continue;
         }
-        if (!missing.empty()) {
+        if (r || !missing.empty()) {
           if (out.config.missing_probes == MissingProbes::Warn)
-            diags.warning(ap.loc, fmt::format("No matches for {}. Skipping.", missing));
+            diags.warning(ap.loc, fmt::format("No matches for {}. Skipping.", missing.empty() ? *text : missing));
           continue;
         }
       }
+      const size_t errors = diags.error_count();
       auto r = resolve_attach_point(*text, ap.loc, diags, options.target_pid, options.child_program);
-      if (r) resolved[i].push_back(std::move(*r));
+      if (r && !r->targets.empty())
+        resolved[i].push_back(std::move(*r));
+      else if (r)
+        unmatched.push_back(*text);
+      if (diags.error_count() != errors) failed = true;
     }
+    // A pattern that matches nothing drops its attach point (bpftrace's
+    // missing_probes=error): only a probe left with none is an error.
+    if (resolved[i].empty() && !failed && out.config.missing_probes == MissingProbes::Error)
+      diags.error(program.probes[i].points.size() == 1 ? program.probes[i].points[0].loc : program.probes[i].loc,
+                  fmt::format("Probe has no valid attach points: {} {} nothing",
+                                                     fmt::join(unmatched, ", "), unmatched.size() == 1 ? "matches" : "match"));
   }
   if (diags.has_errors()) return std::nullopt;
   // Raw tracepoints attach as tp_btf where the kernel's BTF has the event's
@@ -1337,12 +1443,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   }
   if (diags.has_errors()) return std::nullopt;
   out.getopt_names.insert(attach_getopts.begin(), attach_getopts.end());
-  for (const auto& [name, value] : out.named_args) {
-    if (!out.getopt_names.count(name) && !options.implied_args.count(name)) {
-      diags.error_unlocated(fmt::format("Unexpected named argument: --{} (the program has no getopt(\"{}\"))", name, name));
-      return std::nullopt;
-    }
-  }
+  if (!check_named_args(program, out, options, diags)) return std::nullopt;
   for (const auto& m : out.maps) {
     if (m.agg == output::AggKind::Plain && m.value.kind == TypeKind::None) {
       diags.error(m.first_use, fmt::format("Undefined map: {}", m.name));

@@ -106,7 +106,7 @@ class Checker {
 
   Type args_field(const Expr& e);
 
-  bool map_and_key(ExprId map_id, ExprId key_id);
+  bool map_and_key(ExprId map_id, ExprId key_id, std::string_view call);
 
   bool arg_count_ok(const Expr& e, const builtins::Function& f);
 

@@ -12,6 +12,8 @@
 #include <set>
 #include <tuple>
 
+#include <unistd.h>
+
 namespace bpfscope::sema {
 namespace {
 
@@ -103,6 +105,8 @@ std::optional<uint64_t> parse_digits(std::string_view s) {
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
 }
+
+bool has_wildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
 // A count in a probe: "1000000", or bpftrace's exponent form "1e6".
 std::optional<uint64_t> parse_u64(std::string_view s) {
@@ -590,7 +594,11 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         return std::nullopt;
       }
       if (names->empty()) {
-        diags.error(loc, fmt::format("tracepoint not found: {}:{}", parts[1], parts[2]));
+        // As bpftrace: a pattern that matches nothing leaves the probe
+        // without this attach point (analyse() reports a probe left with
+        // none); a name that matches nothing is an error.
+        if (has_wildcard(parts[1]) || has_wildcard(parts[2])) return out;
+        diags.error(loc, fmt::format("No matches for tracepoint {}:{}.", parts[1], parts[2]));
         nothing_matched();
         return std::nullopt;
       }
@@ -612,9 +620,17 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         diags.error(loc, "rawtracepoint probe must name an event: rawtracepoint:event");
         return std::nullopt;
       }
-      auto names = bpf::list_tracepoints("*", event);
+      // A module other than vmlinux must be loaded with BTF of its own.
+      std::string_view module = parts.size() == 3 ? parts[1] : std::string_view{};
+      const bool module_ok = module.empty() || module == "vmlinux" || has_wildcard(module) ||
+                             access(fmt::format("/sys/kernel/btf/{}", module).c_str(), F_OK) == 0;
+      bpf::Result<std::vector<std::string>> names = std::vector<std::string>{};
+      if (module_ok) names = bpf::list_tracepoints("*", event);
       if (!names || names->empty()) {
-        diags.error(loc, fmt::format("raw tracepoint not found: {}", event));
+        // Without a module, bpftrace searches every module (a pattern, which
+        // leaves the probe without this attach point when nothing matches).
+        if (module.empty() || has_wildcard(module) || has_wildcard(event)) return out;
+        diags.error(loc, fmt::format("No matches for rawtracepoint {}:{}.", module, event));
         nothing_matched();
         return std::nullopt;
       }
@@ -651,9 +667,33 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         out.targets.push_back({.name = std::move(name), .format = {}, .path = path, .offset = offset,
                                .func = std::move(func), .loc = loc});
       };
-      if (spec.starts_with("0x") && !cpp) {
-        auto off = std::strtoull(std::string(spec).c_str(), nullptr, 16);
-        add(std::string(spec), off, fmt::format("{}:{}:{}", row->canonical, path, spec));
+      if (!cpp && !spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
+        // An address in the file's virtual address space (decimal or 0x
+        // hex), which must fall inside a function, as in bpftrace's safe
+        // mode.
+        uint64_t addr = 0;
+        const bool hex = spec.starts_with("0x") || spec.starts_with("0X");
+        auto digits = hex ? spec.substr(2) : spec;
+        auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), addr, hex ? 16 : 10);
+        if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) {
+          diags.error(loc, fmt::format("invalid address in {}: {}", row->canonical, spec));
+          return std::nullopt;
+        }
+        auto func = elf->name_at(addr);
+        auto off = elf->vaddr_to_offset(addr);
+        if (!func || !off) {
+          // bpftrace finds this out as it attaches, and says it unlocated.
+          diags.error_unlocated(fmt::format("Could not resolve address: {}:{:#x}", path, addr),
+                                {fmt::format("no function of {} holds that address ({})", path, text)});
+          return std::nullopt;
+        }
+        const uint64_t in_func = addr - *elf->vaddr(*func);
+        if (row->kind == ProbeKind::Uretprobe && in_func != 0) {
+          diags.error(loc, fmt::format("uretprobes cannot be attached at function offset. (address resolved to: {}+{})",
+                                       *func, in_func));
+          return std::nullopt;
+        }
+        add(*func, *off, fmt::format("{}:{}:{}", row->canonical, path, spec));
         return out;
       }
       uint64_t extra = 0;
@@ -690,6 +730,10 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         if (!off) {
           diags.error(loc, fmt::format("function {} not found in {}", f, path));
           nothing_matched();
+          return std::nullopt;
+        }
+        if (auto sym = elf->symbol(f); extra && sym && sym->size && extra >= sym->size) {
+          diags.error(loc, fmt::format("Offset outside the function bounds ('{}' size is {})", f, sym->size));
           return std::nullopt;
         }
         add(f, *off + extra, fmt::format("{}:{}:{}{}", row->canonical, path, f, plus_text));

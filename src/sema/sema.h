@@ -142,6 +142,7 @@ struct Action {
   bool table_hist = false;          // print((@usecs, @AVG)): a histogram with notes
   uint32_t probe_index = 0;         // the AST probe that sends it
   lang::Loc loc;
+  std::vector<lang::Loc> expanded_from;  // Errorf, Warnf in a macro: the calls that expanded it, innermost first
 };
 
 // A field of a kernel struct read through BTF: the bytes at base + offset

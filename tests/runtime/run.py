@@ -121,7 +121,11 @@ def regex_match(lines, pattern):
 
 def case_env(case):
     env = dict(os.environ)
-    env[NOTIFY] = "1"
+    # The attach marker, which bpfscope prints on stdout: a RUN command gets
+    # it only when the case waits for it (AFTER, SIGNAL), so that its own
+    # pipes (| head -1) see only the program's output.
+    if "RUN" not in case or "AFTER" in case or "SIGNAL" in case:
+        env[NOTIFY] = "1"
     for kv in case.get("ENV", []):
         k, _, v = kv.partition("=")
         env[k] = v

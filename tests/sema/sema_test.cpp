@@ -184,7 +184,7 @@ TEST(Sema, Errors) {
       {"BEGIN { printf(\"%d\\n\", \"str\"); }", "printf: %d specifier expects a value of type integer"},
       {"tracepoint:syscalls:sys_enter_openat { @x = args.nosuchfield; }",
        "Can't find field 'nosuchfield' in tracepoint syscalls:sys_enter_openat"},
-      {"tracepoint:syscalls:sys_enter_nosuchcall { }", "tracepoint not found: syscalls:sys_enter_nosuchcall"},
+      {"tracepoint:syscalls:sys_enter_nosuchcall { }", "No matches for tracepoint syscalls:sys_enter_nosuchcall."},
       {"nosuchprobe:foo { }", "Invalid probe type: nosuchprobe"},
       {"BEGIN { count(); }", "count() should be assigned to a map"},
       {"BEGIN { hist(1); }", "hist() should be assigned to a map"},
@@ -335,7 +335,7 @@ TEST(Sema, DataFunctionErrors) {
       {"BEGIN { cat(\"%d\"); }", "cat: Not enough arguments for format string (0 supplied, 1 expected)"},
       {"BEGIN { system(\"ls\"); }", "system() is an unsafe function being used in safe mode"},
       {"tracepoint:syscalls:sys_enter_getppid { signal(9); }", "signal() is an unsafe function being used in safe mode"},
-      {"BEGIN { @s = 1; @n = len(@s); }", "len() expects a map with keys: @s is a scalar map"},
+      {"BEGIN { @s = 1; @n = len(@s); }", "call to len() expects a map with explicit keys (non-scalar map): @s has none"},
       {"BEGIN { @n = len(1); }", "len() expects a map or a stack (int64 provided)"},
       {"BEGIN { @n = len(@nope); }", "Undefined map: @nope"},
   });
@@ -400,11 +400,11 @@ TEST(Sema, GetoptOptions) {
             "16,1,hello");
   EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"f\", true); @c = getopt(\"s\", \"x\"); }", {}), "1,1,x");
   EXPECT_EQ(run("BEGIN { @b = getopt(\"f\", true); }", {{"f", "false"}}), "0");
-  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"m", "1"}}).find("Unexpected named argument: --m"),
+  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"m", "1"}}).find("unexpected program command line options: --m"),
             std::string::npos);
-  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "x"}}).find("getopt(): --n expects an integer, got \"x\""),
+  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "x"}}).find("program command line option --n invalid integer (value: x)"),
             std::string::npos);
-  EXPECT_NE(run("BEGIN { @a = getopt(\"s\", \"d\"); }", {{"s", std::nullopt}}).find("expects a string value"),
+  EXPECT_NE(run("BEGIN { @a = getopt(\"s\", \"d\"); }", {{"s", std::nullopt}}).find("expects a string (value: true)"),
             std::string::npos);
 }
 
