@@ -745,6 +745,9 @@ Type Checker::binary(ExprId id) {
         }
         return Type::boolean();
       }
+      // Buffers (buf()) compare by length and content, whatever their
+      // capacities.
+      if (l.kind == TypeKind::Buffer && r.kind == TypeKind::Buffer) return Type::boolean();
       // Byte arrays (pton()) compare with arrays and tracepoint byte
       // arrays of the same size, byte by byte.
       if ((l.kind == TypeKind::Array || r.kind == TypeKind::Array) && l.is_bytes() && r.is_bytes()) {
