@@ -1,6 +1,7 @@
 #include "runtime/names.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 
 #include <array>
