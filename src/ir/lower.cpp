@@ -420,6 +420,15 @@ void Lowerer::cond(ExprId id, BlockId t, BlockId f) {
             string_eq(l, r, f, t);
           return;
         }
+        if (lt.kind == TypeKind::Buffer) {
+          Val l = expr(e.args[0]);
+          Val r = expr(e.args[1]);
+          if (e.op == Op::Eq)
+            buffer_eq(l, r, t, f);
+          else
+            buffer_eq(l, r, f, t);
+          return;
+        }
         if (lt.is_tuple()) {
           Val l = addressable(expr(e.args[0]));
           Val r = addressable(expr(e.args[1]));
@@ -506,6 +515,27 @@ void Lowerer::tuple_eq(const Val& l, const Val& r, BlockId equal, BlockId differ
       tuple_eq(a, c, next, differ);
     else
       bytes_eq(a, c, a.type.mem_size(), next, differ);
+    b_.set_block(next);
+  }
+  b_.jump(equal);
+}
+
+// Buffers (u64 length, then the bytes) are equal when their lengths are
+// and their first `length` bytes agree; bytes past the length are not
+// looked at.
+void Lowerer::buffer_eq(const Val& l, const Val& r, BlockId equal, BlockId differ) {
+  VregId len = b_.load(8, l.reg, 0);
+  BlockId same_len = b_.new_block();
+  b_.branch(ir::Cond::Ne, len, b_.load(8, r.reg, 0), differ, same_len);
+  b_.set_block(same_len);
+  // Equal lengths fit the smaller capacity.
+  const uint32_t n = std::min(l.type.size, r.type.size);
+  for (uint32_t i = 0; i < n; ++i) {
+    BlockId within = b_.new_block(), next = b_.new_block();
+    b_.branch_imm(ir::Cond::Le, len, i, equal, within);
+    b_.set_block(within);
+    VregId a = b_.load(1, l.reg, static_cast<int32_t>(8 + i));
+    b_.branch(ir::Cond::Ne, a, b_.load(1, r.reg, static_cast<int32_t>(8 + i)), differ, next);
     b_.set_block(next);
   }
   b_.jump(equal);

@@ -115,6 +115,8 @@ class Lowerer {
 
   void tuple_eq(const Val& l, const Val& r, BlockId equal, BlockId differ);
 
+  void buffer_eq(const Val& l, const Val& r, BlockId equal, BlockId differ);
+
   void bytes_eq(const Val& l, const Val& r, uint32_t n, BlockId equal, BlockId differ);
 
   void compare_bytes(VregId l, VregId r, uint32_t n, BlockId equal, BlockId differ);

@@ -172,7 +172,9 @@ void sort_by(std::vector<Entry>& entries, Key key) {
 }  // namespace
 
 // Ascending order per REFERENCE 4.3. Ties keep the snapshot's order (bpftrace
-// leaves them in hash order; tests avoid ties).
+// leaves them in hash order; tests avoid ties), except in hist and lhist
+// maps, whose ties are in key order: bpftrace gathers their buckets by key
+// before sorting by total count.
 void sort_entries(const MapSnapshot& map, std::vector<Entry>& entries) {
   const bool is_signed = map.value_signed;
   const auto by_key = [&] {
@@ -218,6 +220,7 @@ void sort_entries(const MapSnapshot& map, std::vector<Entry>& entries) {
       return;
     case AggKind::Hist:
     case AggKind::LHist:
+      by_key();
       sort_by(entries, [](const Entry& e) { return total_count(e.second); });
       return;
   }

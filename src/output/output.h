@@ -357,7 +357,7 @@ struct PrintfSpec {
   enum class ArgKind { Integer, String, Any };  // what the conversion wants
   std::string literal_before;  // text before this conversion (%% already turned into %)
   std::string spec;            // the conversion as written, e.g. "%-08lld"
-  char conv = 0;               // d i u o x X c s p e E f F g G a A, or 'r' for %r/%rx/%rh
+  char conv = 0;               // d i u o x X c s p e E f F g G a A, 'r' for %r/%rx/%rh, 'm' for %gr
   std::string length;          // "", hh, h, l, ll, j, z, t, L
   std::string buffer_mode;     // for %r: "", "x", "h"
   ArgKind wants = ArgKind::Any;
@@ -374,6 +374,12 @@ struct PrintfFormat {
 // The bytes of a buffer as printf's %r ("" mode: bytes 32..126 kept, others
 // \xNN), %rx ("x": every byte \xNN) or %rh ("h": spaced hex "61 62").
 std::string buffer_text(std::string_view bytes, std::string_view mode);
+
+// GFP allocation flags as printf's %gr prints them (the kernel's %pGg): the
+// named combinations and single flags that are set, in the kernel's order,
+// joined by '|', then any bits left over in hex ("GFP_KERNEL|__GFP_ZERO",
+// "GFP_DMA|0x8"); "0" for none.
+std::string gfp_flags_text(uint64_t flags);
 
 // Returns the parsed format, or an error message (e.g. "printf: Unknown format
 // string token: %y").

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "output/output.h"
 
@@ -82,12 +84,12 @@ std::variant<Conversion, ScanError> scan_conversion(std::string_view s, size_t p
   if (i >= s.size()) return ScanError{i, ""};
   const char conv = s[i++];
   if (std::string_view("diouxXcspeEfFgGaA").find(conv) != std::string_view::npos) {
-    if (conv == 'g' && i < s.size() && s[i] == 'r') {
-      // 0.26's %gr prints GFP flag names; we have no flag table, and reading
-      // it as %g followed by "r" would print something else.
-      return ScanError{i + 1, "%gr (GFP flags) is not supported"};
-    }
     c.conv = conv;
+    // %gr: GFP flag names (0.26), not %g followed by "r".
+    if (conv == 'g' && i < s.size() && s[i] == 'r') {
+      c.conv = 'm';
+      i++;
+    }
   } else if (conv == 'r') {
     c.conv = 'r';
     if (i < s.size() && (s[i] == 'x' || s[i] == 'h')) c.buffer_mode = s[i++];
@@ -191,6 +193,92 @@ std::string buffer_text(std::string_view bytes, std::string_view mode) {
 
 namespace {
 
+// The kernel's GFP bits (include/linux/gfp_types.h, as bpftrace 0.26 fixes
+// them; bits past __GFP_ACCOUNT move with the kernel's config).
+constexpr uint64_t gfp_bit(int n) { return uint64_t{1} << n; }
+constexpr uint64_t kGfpDma = gfp_bit(0), kGfpHighmem = gfp_bit(1), kGfpDma32 = gfp_bit(2), kGfpMovable = gfp_bit(3),
+                   kGfpHigh = gfp_bit(5), kGfpIo = gfp_bit(6), kGfpFs = gfp_bit(7), kGfpZero = gfp_bit(8),
+                   kGfpDirectReclaim = gfp_bit(10), kGfpKswapdReclaim = gfp_bit(11), kGfpWrite = gfp_bit(12),
+                   kGfpNowarn = gfp_bit(13), kGfpRetryMayfail = gfp_bit(14), kGfpNofail = gfp_bit(15),
+                   kGfpNoretry = gfp_bit(16), kGfpMemalloc = gfp_bit(17), kGfpComp = gfp_bit(18),
+                   kGfpNomemalloc = gfp_bit(19), kGfpHardwall = gfp_bit(20), kGfpThisnode = gfp_bit(21),
+                   kGfpAccount = gfp_bit(22), kGfpZerotags = gfp_bit(23), kGfpSkipZero = gfp_bit(24),
+                   kGfpSkipKasan = gfp_bit(25), kGfpNoObjExt = gfp_bit(26);
+constexpr uint64_t kGfpReclaim = kGfpDirectReclaim | kGfpKswapdReclaim;
+constexpr uint64_t kGfpKernel = kGfpReclaim | kGfpIo | kGfpFs;
+constexpr uint64_t kGfpNoio = kGfpReclaim;
+constexpr uint64_t kGfpNofs = kGfpReclaim | kGfpIo;
+constexpr uint64_t kGfpUser = kGfpKernel | kGfpHardwall;
+constexpr uint64_t kGfpHighuser = kGfpUser | kGfpHighmem;
+constexpr uint64_t kGfpHighuserMovable = kGfpHighuser | kGfpMovable | kGfpSkipKasan;
+constexpr uint64_t kGfpTranshugeLight = (kGfpHighuserMovable | kGfpComp | kGfpNomemalloc | kGfpNowarn) & ~kGfpReclaim;
+
+// Named masks first, those with the most bits before their parts (the
+// kernel's mmflags.h order), then single flags. __GFP_MOVABLE and
+// __GFP_RECLAIMABLE have no name of their own and print in hex.
+constexpr std::pair<uint64_t, std::string_view> kGfpNames[] = {
+    {kGfpTranshugeLight | kGfpDirectReclaim, "GFP_TRANSHUGE"},
+    {kGfpTranshugeLight, "GFP_TRANSHUGE_LIGHT"},
+    {kGfpHighuserMovable, "GFP_HIGHUSER_MOVABLE"},
+    {kGfpHighuser, "GFP_HIGHUSER"},
+    {kGfpUser, "GFP_USER"},
+    {kGfpKernel | kGfpAccount, "GFP_KERNEL_ACCOUNT"},
+    {kGfpKernel, "GFP_KERNEL"},
+    {kGfpNofs, "GFP_NOFS"},
+    {kGfpHigh | kGfpKswapdReclaim, "GFP_ATOMIC"},
+    {kGfpNoio, "GFP_NOIO"},
+    {kGfpKswapdReclaim | kGfpNowarn, "GFP_NOWAIT"},
+    {kGfpDma, "GFP_DMA"},
+    {kGfpHighmem, "__GFP_HIGHMEM"},
+    {kGfpDma32, "GFP_DMA32"},
+    {kGfpHigh, "__GFP_HIGH"},
+    {kGfpIo, "__GFP_IO"},
+    {kGfpFs, "__GFP_FS"},
+    {kGfpZero, "__GFP_ZERO"},
+    {kGfpDirectReclaim, "__GFP_DIRECT_RECLAIM"},
+    {kGfpKswapdReclaim, "__GFP_KSWAPD_RECLAIM"},
+    {kGfpWrite, "__GFP_WRITE"},
+    {kGfpNowarn, "__GFP_NOWARN"},
+    {kGfpRetryMayfail, "__GFP_RETRY_MAYFAIL"},
+    {kGfpNofail, "__GFP_NOFAIL"},
+    {kGfpNoretry, "__GFP_NORETRY"},
+    {kGfpMemalloc, "__GFP_MEMALLOC"},
+    {kGfpComp, "__GFP_COMP"},
+    {kGfpNomemalloc, "__GFP_NOMEMALLOC"},
+    {kGfpHardwall, "__GFP_HARDWALL"},
+    {kGfpThisnode, "__GFP_THISNODE"},
+    {kGfpAccount, "__GFP_ACCOUNT"},
+    {kGfpZerotags, "__GFP_ZEROTAGS"},
+    {kGfpSkipZero, "__GFP_SKIP_ZERO"},
+    {kGfpSkipKasan, "__GFP_SKIP_KASAN"},
+    {kGfpNoObjExt, "__GFP_NO_OBJ_EXT"},
+};
+
+}  // namespace
+
+std::string gfp_flags_text(uint64_t flags) {
+  if (flags == 0) return "0";
+  std::string out;
+  for (const auto& [mask, name] : kGfpNames) {
+    if ((flags & mask) != mask) continue;
+    if (!out.empty()) out += '|';
+    out += name;
+    flags &= ~mask;
+  }
+  if (flags != 0) out += fmt::format("{}0x{:x}", out.empty() ? "" : "|", flags);
+  return out;
+}
+
+namespace {
+
+// Pads `body` to the conversion's width with spaces, as %s does (0.26
+// applies setw to %r and %gr; they take no precision).
+std::string pad_to_width(const Conversion& c, std::string body) {
+  if (c.width < 0 || body.size() >= static_cast<size_t>(c.width)) return body;
+  const std::string pad(static_cast<size_t>(c.width) - body.size(), ' ');
+  return c.flags.find('-') != std::string::npos ? body + pad : pad + body;
+}
+
 std::string apply(const Conversion& c, const Value& arg) {
   switch (c.conv) {
     case 'd':
@@ -225,12 +313,10 @@ std::string apply(const Conversion& c, const Value& arg) {
     }
     case 'r': {
       const bool raw = arg.kind == Value::Kind::String || arg.kind == Value::Kind::Buffer;
-      const std::string body = buffer_text(raw ? arg.s : to_text(arg), c.buffer_mode);
-      // Width pads with spaces as for %s (0.26 applies setw); no precision.
-      if (c.width < 0 || body.size() >= static_cast<size_t>(c.width)) return body;
-      const std::string pad(static_cast<size_t>(c.width) - body.size(), ' ');
-      return c.flags.find('-') != std::string::npos ? body + pad : pad + body;
+      return pad_to_width(c, buffer_text(raw ? arg.s : to_text(arg), c.buffer_mode));
     }
+    case 'm':
+      return pad_to_width(c, gfp_flags_text(static_cast<uint64_t>(integer_of(arg))));
     default:
       return "";
   }

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string_view>
 
+#include <fmt/format.h>
+
 namespace bpfscope::runtime {
 namespace {
 
@@ -111,18 +113,14 @@ std::string_view syscall_name(int64_t nr) {
 }
 
 std::string signal_name(int64_t sig) {
-  if (sig <= 0 || sig > SIGRTMAX) return "";
-  // Real-time signals as `kill -l` names them: SIGRTMIN+k up to the middle,
-  // then SIGRTMAX-k.
-  const int n = static_cast<int>(sig), lo = SIGRTMIN, hi = SIGRTMAX;
-  if (n >= lo) {
-    if (n == lo) return "SIGRTMIN";
-    if (n == hi) return "SIGRTMAX";
-    if (n - lo <= (hi - lo) / 2) return "SIGRTMIN+" + std::to_string(n - lo);
-    return "SIGRTMAX-" + std::to_string(hi - n);
-  }
-  const char* abbrev = sigabbrev_np(n);
-  return abbrev ? std::string("SIG") + abbrev : "";
+  // strsignal(3)'s text for the kernel's signals 0..64, fixed rather than
+  // this libc's SIGRTMIN: glibc keeps 32 and 33 for itself, so real-time
+  // signal 0 is 34. Anything else is "N/A" (bpftrace 0.26).
+  if (sig < 0 || sig > 64) return "N/A";
+  const int n = static_cast<int>(sig);
+  if (n >= 34) return fmt::format("Real-time signal {}", n - 34);
+  const char* text = n >= 1 && n <= 31 ? sigdescr_np(n) : nullptr;
+  return text ? std::string(text) : fmt::format("Unknown signal {}", n);
 }
 
 std::string cgroup_path(uint64_t id) {
@@ -149,10 +147,7 @@ std::string name_of(sema::NameTable t, uint64_t v) {
       std::string_view s = syscall_name(n);
       return s.empty() ? std::to_string(n) : std::string(s);
     }
-    case sema::NameTable::Signal: {
-      std::string s = signal_name(n);
-      return s.empty() ? std::to_string(n) : s;
-    }
+    case sema::NameTable::Signal: return signal_name(n);
     case sema::NameTable::CgroupPath: {
       std::string p = cgroup_path(v);
       return p.empty() ? "" : "unified:" + p;

@@ -16,7 +16,8 @@ std::string name_of(sema::NameTable t, uint64_t v);
 // x86-64 system call name of nr ("read" for 0), or "" when unknown.
 std::string_view syscall_name(int64_t nr);
 
-// "SIGKILL" for 9, "SIGRTMIN+1" for 35; "" when not a signal number.
+// strsignal(3)'s text: "Killed" for 9, "Real-time signal 1" for 35,
+// "Unknown signal 0"; "N/A" outside 0..64.
 std::string signal_name(int64_t sig);
 
 // The path of cgroup v2 id below the cgroup2 mount ("/" for the root,

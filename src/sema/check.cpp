@@ -784,6 +784,9 @@ Type Checker::binary(ExprId id) {
         }
         return Type::boolean();
       }
+      // Buffers (buf()) compare by length and content, whatever their
+      // capacities.
+      if (l.kind == TypeKind::Buffer && r.kind == TypeKind::Buffer) return Type::boolean();
       // Byte arrays (pton()) compare with arrays and tracepoint byte
       // arrays of the same size, byte by byte.
       if ((l.kind == TypeKind::Array || r.kind == TypeKind::Array) && l.is_bytes() && r.is_bytes()) {
@@ -875,7 +878,10 @@ Type Checker::identifier(ExprId id) {
     }
     if (auto v = out_.btf->enum_value(e.name)) {
       out_.const_of[id] = *v;
-      return Type::integer(8, true);
+      // The value keeps its enum, so text output and %s print its name.
+      Type t = Type::integer(8, true);
+      if (auto enum_id = out_.btf->enum_of(e.name)) t.enum_id = *enum_id;
+      return t;
     }
     error(e.loc, fmt::format("Unknown identifier: '{}'", e.name));
     return Type::none();
@@ -1102,7 +1108,13 @@ Type Checker::expr(ExprId id) {
           error(ast_.expr(a).loc, "tuple element has no value");
           return set(id, Type::none());
         }
-        elems.push_back(t.is_int() && t.kind != TypeKind::Bool ? Type::integer(8, t.is_signed) : t);
+        if (t.is_int() && t.kind != TypeKind::Bool) {
+          // Widened to 8 bytes; an enum value keeps printing by name.
+          uint32_t enum_id = t.enum_id;
+          t = Type::integer(8, t.is_signed);
+          t.enum_id = enum_id;
+        }
+        elems.push_back(std::move(t));
       }
       return set(id, Type::tuple(std::move(elems), e.field_names));
     }

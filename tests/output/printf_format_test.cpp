@@ -104,6 +104,19 @@ TEST(Printf, Format) {
       {"%rh", {S("")}, ""},
       {"%rhello", {S("a")}, "61ello"},
       {"%6r|", {S("ab")}, "    ab|"},
+      // %gr: GFP flags, named masks before single flags, leftovers in hex.
+      {"%gr", {I(0x1)}, "GFP_DMA"},
+      {"%gr", {I(0)}, "0"},
+      {"%gr", {I(0xcc0)}, "GFP_KERNEL"},
+      {"%gr", {I(0xcc0 | 0x100)}, "GFP_KERNEL|__GFP_ZERO"},
+      {"%gr", {I(0x400000 | 0xcc0)}, "GFP_KERNEL_ACCOUNT"},
+      {"%gr", {I(0x820)}, "GFP_ATOMIC"},
+      {"%gr", {I(0x2800)}, "GFP_NOWAIT"},
+      {"%gr", {I(0x9)}, "GFP_DMA|0x8"},
+      {"%gr", {I(0x10)}, "0x10"},
+      {"[%-12gr]", {I(0x4)}, "[GFP_DMA32   ]"},
+      {"[%12gr]", {I(0x4)}, "[   GFP_DMA32]"},
+      {"%grx", {I(0x1)}, "GFP_DMAx"},
       // Text around conversions, %% and several arguments.
       {"a %d b %s c\n", {I(1), S("x")}, "a 1 b x c\n"},
       {"100%%", {}, "100%"},
@@ -129,7 +142,6 @@ TEST(Printf, Errors) {
       {"%n", "printf: Unknown format string token: %n"},
       {"%**d", "printf: Unknown format string token: %**"},
       {"%lq", "printf: Unknown format string token: %lq"},
-      {"%gr", "printf: %gr (GFP flags) is not supported: %gr"},
       {"%999999999d", "printf: width too large: %999999999"},
       {"%.70000f", "printf: precision too large: %.70000"},
   };
