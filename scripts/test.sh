@@ -33,7 +33,7 @@ report() {
 trap report EXIT
 
 if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libprotobuf-dev protobuf-compiler \
-      libgtest-dev cmake ninja-build pkg-config g++ \
+      libgtest-dev cmake ninja-build pkg-config g++ lld \
       bpftrace python3 chromium python3-pyte linux-perf prometheus >/dev/null 2>&1; then
   apt-get update -qq
   # bpftrace is the comparison oracle of the benchmarks; the traffic tools
@@ -45,9 +45,10 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libpr
   # the tests read (tests/output/metrics_test.cpp, tests/runtime/tools/metricsrun.py), and
   # the server that scrapes bpfscope endpoints in tests/runtime/tools/test_prometheus.py.
   # libmicrohttpd-dev: the metrics endpoint's HTTP module; libprotobuf-dev and
-  # protobuf-compiler: its protobuf pages (native histograms).
+  # protobuf-compiler: its protobuf pages (native histograms). lld: the release link
+  # that places start-up functions together (CMakeLists.txt, BPFSCOPE_ORDER_TEXT).
   apt-get install -y -qq --no-install-recommends \
-    g++ cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
+    g++ lld cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
     libprotobuf-dev protobuf-compiler \
     libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
     prometheus >/dev/null
