@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bpfscope vs bpftrace (and packaged tools vs libbpf-tools) benchmarks,
 # same run, interleaved rounds.
-# usage: bench/run.sh [--quick] [--tools-only | --disk-cpu-only]
+# usage: bench/run.sh [--quick] [--tools-only | --disk-cpu-only | --throughput]
+#   --throughput: printf events from one and two loops to -o FILE (bench/throughput.py)
 #   env BPFSCOPE (default: build/bpfscope), BPFTRACE (default: /usr/bin/bpftrace),
 #   LIBBPF_TOOLS (directory of libbpf-tools' tcplife/tcpstates, default /usr/sbin)
 # Needs root. Full mode takes about 6 minutes here, --quick under a minute.
@@ -22,7 +23,8 @@ for a in "$@"; do
     --quick) quick=--quick ;;
     --tools-only) only=--tools-only ;;
     --disk-cpu-only) only=--disk-cpu-only ;;
-    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
+    --throughput) only=--throughput ;;
+    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -51,4 +53,8 @@ cc -O2 -o "$tmp/ready" "$here/ready.c" -lutil
 cc -O2 -o "$tmp/tcpstorm" "$here/tcpstorm.c"
 cc -O2 -o "$tmp/pingpong" "$here/pingpong.c"
 
+if [[ $only == --throughput ]]; then
+  python3 "$here/throughput.py" --rounds "$([[ -n $quick ]] && echo 1 || echo 3)" "$BPFSCOPE" "$BPFTRACE"
+  exit
+fi
 python3 "$here/bench.py" "$BPFSCOPE" "$BPFTRACE" "$tmp" $quick $only
