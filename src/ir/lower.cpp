@@ -402,40 +402,22 @@ void Lowerer::cond(ExprId id, BlockId t, BlockId f) {
       case Op::Ge: {
         const Type& lt = p_.type_of(e.args[0]);
         const Type& rt = p_.type_of(e.args[1]);
-        if (lt.kind == TypeKind::Array || rt.kind == TypeKind::Array) {
+        // == and != of values in memory: equal goes to `same`. The left
+        // operand is lowered first.
+        const BlockId same = e.op == Op::Eq ? t : f, other = e.op == Op::Eq ? f : t;
+        const bool tuple = lt.is_tuple();
+        if (lt.kind == TypeKind::Array || rt.kind == TypeKind::Array || (lt.is_string() && rt.is_string()) ||
+            lt.kind == TypeKind::Buffer || tuple) {
           Val l = expr(e.args[0]);
           Val r = expr(e.args[1]);
-          if (e.op == Op::Eq)
-            bytes_eq(l, r, lt.size, t, f);
+          if (tuple)
+            tuple_eq(addressable(l), addressable(r), same, other);
+          else if (lt.kind == TypeKind::Array || rt.kind == TypeKind::Array)
+            bytes_eq(l, r, lt.size, same, other);
+          else if (lt.kind == TypeKind::Buffer)
+            buffer_eq(l, r, same, other);
           else
-            bytes_eq(l, r, lt.size, f, t);
-          return;
-        }
-        if (lt.is_string() && rt.is_string()) {
-          Val l = expr(e.args[0]);
-          Val r = expr(e.args[1]);
-          if (e.op == Op::Eq)
-            string_eq(l, r, t, f);
-          else
-            string_eq(l, r, f, t);
-          return;
-        }
-        if (lt.kind == TypeKind::Buffer) {
-          Val l = expr(e.args[0]);
-          Val r = expr(e.args[1]);
-          if (e.op == Op::Eq)
-            buffer_eq(l, r, t, f);
-          else
-            buffer_eq(l, r, f, t);
-          return;
-        }
-        if (lt.is_tuple()) {
-          Val l = addressable(expr(e.args[0]));
-          Val r = addressable(expr(e.args[1]));
-          if (e.op == Op::Eq)
-            tuple_eq(l, r, t, f);
-          else
-            tuple_eq(l, r, f, t);
+            string_eq(l, r, same, other);
           return;
         }
         Val l = expr(e.args[0]);
