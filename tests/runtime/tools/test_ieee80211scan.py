@@ -21,11 +21,11 @@ class Ieee80211scanTest(unittest.TestCase):
         self.assertEqual(r.stdout, "")
         lines = r.stderr.splitlines()
         self.assertEqual(len(lines), 1, r.stderr)
-        self.assertRegex(lines[0], r"^ieee80211scan: tracepoint not found: cfg80211:")
+        self.assertRegex(lines[0], r"^ieee80211scan: Probe has no valid attach points: tracepoint:cfg80211:")
         r = subprocess.run([BPFSCOPE, "tools"], capture_output=True, text=True, timeout=30)
         line = [l for l in r.stdout.splitlines() if l.startswith("ieee80211scan ")]
         self.assertEqual(len(line), 1, r.stdout)
-        self.assertRegex(line[0], r"unavailable: tracepoint not found: cfg80211:")
+        self.assertRegex(line[0], r"unavailable: Probe has no valid attach points: tracepoint:cfg80211:")
 
     def test_help(self):
         r = subprocess.run([BPFSCOPE, "ieee80211scan", "-h"], capture_output=True, text=True, timeout=30)
