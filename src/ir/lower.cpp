@@ -306,9 +306,10 @@ void Lowerer::assign(const Stmt& s) {
     }
     Val v;
     if (s.op != Op::None) {
+      const Type& mt = p_.type_of(s.target);
       Val old = map_read(s.target);
-      Val rhs = expr(s.value);
-      v = Val{.reg = arith(s.op, old.reg, rhs, p_.type_of(s.target).is_signed), .type = p_.type_of(s.target)};
+      Val rhs = pointer_step(s.op, mt, expr(s.value));
+      v = Val{.reg = arith(s.op, old.reg, rhs, mt.is_signed), .type = mt};
     } else {
       v = expr(s.value);
     }
@@ -317,13 +318,19 @@ void Lowerer::assign(const Stmt& s) {
   }
   if (s.op != Op::None) {
     int32_t var = p_.var_of[s.target];
-    Val rhs = expr(s.value);
+    Val rhs = pointer_step(s.op, p_.var_types[var], expr(s.value));
     VregId r = var_reg(var);
     VregId res = arith(s.op, r, rhs, p_.var_types[var].is_signed);
     b_.mov_to(r, res);
     return;
   }
   assign_var(s.target, expr(s.value));
+}
+
+// The right side of `p += n` / `p -= n` on a pointer: n elements.
+Val Lowerer::pointer_step(Op op, const Type& target, Val rhs) {
+  if (!target.is_pointer || rhs.type.is_pointer || (op != Op::Add && op != Op::Sub)) return rhs;
+  return scaled(std::move(rhs), target.pointee_size());
 }
 
 VregId Lowerer::var_reg(int32_t var) {
@@ -1034,7 +1041,9 @@ Val Lowerer::args_field(const Expr& e, const Type& t) {
 
 Val Lowerer::inc_dec(const Expr& e, const Type& t) {
   const Expr& target = ast_.expr(e.args[0]);
-  int64_t delta = (e.op == Op::PreInc || e.op == Op::PostInc) ? 1 : -1;
+  // A pointer steps by one element.
+  const int64_t step = t.is_pointer ? t.pointee_size() : 1;
+  const int64_t delta = (e.op == Op::PreInc || e.op == Op::PostInc) ? step : -step;
   bool post = e.op == Op::PostInc || e.op == Op::PostDec;
   if (target.kind == ExprKind::Variable) {
     VregId r = var_reg(p_.var_of[e.args[0]]);

@@ -97,6 +97,8 @@ class Lowerer {
 
   void assign(const Stmt& s);
 
+  Val pointer_step(Op op, const Type& target, Val rhs);
+
   VregId var_reg(int32_t var);
 
   void assign_var(ExprId target, const Val& v);

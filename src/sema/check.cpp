@@ -434,6 +434,8 @@ void Checker::assign(const Stmt& s) {
       m->value = vt.is_int() ? Type::integer(8, vt.is_signed || vt.kind == TypeKind::Bool) : vt;
       m->value.enum_id = vt.enum_id;
       if (vt.kind == TypeKind::Bool || vt.is_pointer) m->value = vt;  // a pointer keeps what it points to
+    } else if (m->value.is_pointer && !vt.is_pointer && (s.op == Op::Add || s.op == Op::Sub)) {
+      // @p += n steps a pointer by n elements and keeps it a pointer.
     } else {
       Type u;
       if (!unify(m->value, vt, u)) {
