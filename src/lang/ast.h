@@ -16,7 +16,7 @@ using StmtId = uint32_t;
 inline constexpr uint32_t kNone = UINT32_MAX;
 
 enum class ExprKind {
-  Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg)
+  Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg); name "true"/"false" for bools
   Float,        // fval: a floating-point literal; sema accepts it only as a printf argument's divisor
   String,       // sval: the literal with escapes decoded
   Identifier,   // name: a builtin (pid, comm, args, ...), a constant or a type name

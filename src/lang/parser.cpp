@@ -1036,9 +1036,9 @@ ExprId Parser::parse_primary() {
       e.kind = ExprKind::Identifier;
       e.name = t.text;
       if (t.text == "true" || t.text == "false") {
+        // A bool literal: an Integer that keeps its spelling (sema types it bool).
         e.kind = ExprKind::Integer;
         e.ival = t.text == "true";
-        e.name.clear();
       }
       break;
     case Tok::Sizeof:

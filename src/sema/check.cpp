@@ -948,6 +948,7 @@ Type Checker::expr(ExprId id) {
   const Expr& e = ast_.expr(id);
   switch (e.kind) {
     case ExprKind::Integer:
+      if (!e.name.empty()) return set(id, Type::boolean());  // true, false
       return set(id, e.ival > static_cast<uint64_t>(INT64_MAX) ? Type::integer(8, false) : Type::integer(8, true));
     case ExprKind::Float:
       error(e.loc, std::string(kFloatMessage));
