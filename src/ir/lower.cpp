@@ -252,17 +252,23 @@ void Lowerer::lower_callback(const Stmt& s, Function& cb, uint32_t index, const 
   slot.off = alloc(kvt.mem_size());
   vars_top_ = std::max(vars_top_, scratch_top_);
   VregId dst = scratch_ptr(slot.off);
-  copy_bytes(dst, 0, key, kvt.elems[0].mem_size());
+  // The key and the value as tuple fields (a map's own integers are 8 bytes).
+  const Type& kt = kvt.elems[0];
+  if (kvt.has_holes()) zero(dst, 0, kvt.mem_size());
+  if (kt.is_int())
+    copy_to(dst, 0, int_val(b_.load(8, key, 0), kt), kt, true);
+  else
+    copy_exact(dst, 0, key, kt.field_size());
   const auto& m = map_info(s.expr);
   if (m.agg != output::AggKind::Plain) {
     // A per-CPU value is this CPU's share only; read it as a probe does,
     // over all CPUs, with the key copy in scratch (bpftrace 0.21+).
     Val total = aggregate_read(s.expr, dst);
-    copy_to(dst, kvt.offsets[1], total, kvt.elems[1]);
+    copy_to(dst, kvt.offsets[1], total, kvt.elems[1], true);
   } else if (kvt.elems[1].is_int()) {
-    b_.store(8, dst, static_cast<int32_t>(kvt.offsets[1]), b_.load(8, value, 0));
+    copy_to(dst, kvt.offsets[1], int_val(b_.load(8, value, 0), kvt.elems[1]), kvt.elems[1], true);
   } else {
-    copy_bytes(dst, kvt.offsets[1], value, kvt.elems[1].mem_size());
+    copy_exact(dst, kvt.offsets[1], value, kvt.elems[1].field_size());
   }
 
   Callback self{.ctx = cs, .stop = b_.new_block()};
@@ -747,7 +753,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       const Type& bt = p_.type_of(e.args[0]);
       size_t idx = bt.is_named_tuple() ? static_cast<size_t>(bt.field_index(e.name)) : std::stoul(e.name);
       uint32_t off = bt.offsets[idx];
-      if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
+      if (t.is_int()) return int_val(load_field(base.reg, off, t), t);
       return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
     }
     case ExprKind::Cast: {
@@ -767,7 +773,8 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::Tuple: {
       uint32_t off = alloc(t.mem_size());
       VregId p = scratch_ptr(off);
-      for (size_t i = 0; i < e.args.size(); ++i) copy_to(p, t.offsets[i], expr(e.args[i]), t.elems[i]);
+      if (t.has_holes()) zero(p, 0, t.mem_size());
+      for (size_t i = 0; i < e.args.size(); ++i) store_expr(p, t.offsets[i], e.args[i], t.elems[i], true);
       return Val{.reg = p, .type = t};
     }
     case ExprKind::IncDec: return inc_dec(e, t);
@@ -784,7 +791,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       if (bt.is_tuple()) {
         base = addressable(base);
         uint32_t off = bt.offsets[ast_.expr(e.args[1]).ival];
-        if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
+        if (t.is_int()) return int_val(load_field(base.reg, off, t), t);
         return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
       }
       // A kernel array member (its address) or a pointer: element i.

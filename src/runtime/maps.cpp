@@ -99,7 +99,19 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
     }
     case sema::TypeKind::Tuple: {
       std::vector<output::Value> elems;
-      for (size_t i = 0; i < t.elems.size(); ++i) elems.push_back(decode(t.elems[i], p + t.offsets[i], resolver));
+      for (size_t i = 0; i < t.elems.size(); ++i) {
+        const sema::Type& e = t.elems[i];
+        const uint8_t* f = p + t.offsets[i];
+        uint8_t word[8] = {};
+        if (e.is_int() && e.field_size() < 8) {
+          // A narrower integer field, extended to the 8 bytes decode() reads.
+          std::memcpy(word, f, e.field_size());
+          if (e.kind == sema::TypeKind::Int && e.is_signed && (f[e.field_size() - 1] & 0x80))
+            std::memset(word + e.field_size(), 0xff, 8 - e.field_size());
+          f = word;
+        }
+        elems.push_back(decode(e, f, resolver));
+      }
       if (t.is_named_tuple()) return output::Value::of_record(t.names, std::move(elems));
       return output::Value::of_tuple(std::move(elems));
     }

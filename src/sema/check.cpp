@@ -161,15 +161,25 @@ int32_t Checker::declare_var(const std::string& name, const Type& t) {
   int32_t idx = static_cast<int32_t>(out_.var_types.size());
   // The final pass starts a string or tuple variable at the widest type the
   // first pass saw, so reads before a wider assignment use the final layout.
+  // An integer variable starts at the size it grew to in the first pass.
   Type widest;
-  if ((t.is_string() || t.is_tuple()) && static_cast<size_t>(idx) < first_pass_vars_.size() &&
-      unify(first_pass_vars_[idx], t, widest) && widest.kind == t.kind) {
+  const Type* first = static_cast<size_t>(idx) < first_pass_vars_.size() ? &first_pass_vars_[idx] : nullptr;
+  if (first && is_plain_int(t) && is_plain_int(*first) && first->size > t.size) {
+    out_.var_types.push_back(*first);
+  } else if (first && (t.is_string() || t.is_tuple()) && unify(*first, t, widest) && widest.kind == t.kind) {
     out_.var_types.push_back(widest);
   } else {
     out_.var_types.push_back(t);
   }
   scopes_.back()[name] = idx;
   return idx;
+}
+
+// A plain integer variable narrower than 64 bits (from a literal: $x = 1)
+// becomes 64 bits when `grow`, unless `let $x: T` declared its type.
+void Checker::widen_var(int32_t var, bool grow) {
+  Type& t = out_.var_types[var];
+  if (grow && is_plain_int(t) && t.size < 8 && !declared_vars_.count(var)) t = Type::integer(8, t.is_signed);
 }
 
 // A macro's own variables are named $$MACRO:N:VAR by the expansion (lang/macros.cpp).
@@ -340,6 +350,7 @@ void Checker::let(const Stmt& s) {
   }
   if (t.is_record() && !copyable_record(t, s.loc)) return;
   out_.var_of[s.target] = declare_var(target.name, t);
+  if (!s.type_name.empty()) declared_vars_.insert(out_.var_of[s.target]);
   set(s.target, out_.var_types[out_.var_of[s.target]]);
 }
 
@@ -414,8 +425,12 @@ void Checker::assign(const Stmt& s) {
         return;
       }
       // Strings, and tuples holding strings, widen to the longest value
-      // assigned (integers keep their first type).
-      if (out_.var_types[var].is_string() || out_.var_types[var].is_tuple()) out_.var_types[var] = u;
+      // assigned; a plain integer to 64 bits when it is given another size
+      // or stepped by `op=` (it must hold what its register holds, in a
+      // tuple too); other integers keep their first type.
+      Type& cur = out_.var_types[var];
+      if (cur.is_string() || cur.is_tuple()) cur = u;
+      else widen_var(var, s.op != Op::None || !is_plain_int(vt) || vt.size != cur.size);
     }
     out_.var_of[s.target] = var;
     set(s.target, out_.var_types[var]);
@@ -944,12 +959,19 @@ Type Checker::identifier(ExprId id) {
   return Type::integer(b->size, b->is_signed);
 }
 
+// An integer literal's type (0.26): the smallest signed type that holds it
+// (1 is an int8, 1000 an int16), uint64 beyond int64.
+static Type literal_type(uint64_t v) {
+  if (v > static_cast<uint64_t>(INT64_MAX)) return Type::integer(8, false);
+  return Type::integer(v <= INT8_MAX ? 1 : v <= INT16_MAX ? 2 : v <= INT32_MAX ? 4 : 8, true);
+}
+
 Type Checker::expr(ExprId id) {
   const Expr& e = ast_.expr(id);
   switch (e.kind) {
     case ExprKind::Integer:
       if (!e.name.empty()) return set(id, Type::boolean());  // true, false
-      return set(id, e.ival > static_cast<uint64_t>(INT64_MAX) ? Type::integer(8, false) : Type::integer(8, true));
+      return set(id, literal_type(e.ival));
     case ExprKind::Float:
       error(e.loc, std::string(kFloatMessage));
       return set(id, Type::none());
@@ -1012,6 +1034,9 @@ Type Checker::expr(ExprId id) {
         case Op::Neg:
         case Op::BNot:
           if (!t.is_int()) break;
+          // -1 is an int8 as 1 is (0.26).
+          if (e.op == Op::Neg && ast_.expr(e.args[0]).kind == ExprKind::Integer && t.kind == TypeKind::Int)
+            return set(id, Type::integer(t.size, true));
           return set(id, Type::integer(8, e.op == Op::Neg ? true : t.is_signed));
         case Op::LNot:
           if (!t.is_int()) break;
@@ -1151,7 +1176,7 @@ Type Checker::expr(ExprId id) {
           error(ast_.expr(a).loc, "tuple element has no value");
           return set(id, Type::none());
         }
-        elems.push_back(t.is_int() && t.kind != TypeKind::Bool ? Type::integer(8, t.is_signed) : t);
+        elems.push_back(t);  // integers keep their size: a tuple is a C struct
       }
       return set(id, Type::tuple(std::move(elems), e.field_names));
     }
@@ -1167,6 +1192,7 @@ Type Checker::expr(ExprId id) {
           error(e.loc, "++ and -- need an integer variable");
           return set(id, Type::none());
         }
+        widen_var(var, true);
         out_.var_of[e.args[0]] = var;
         set(e.args[0], out_.var_types[var]);
         return set(id, out_.var_types[var]);
@@ -1188,7 +1214,7 @@ Type Checker::expr(ExprId id) {
     case ExprKind::Sizeof: {
       if (!e.type_arg) {
         Type t = expr(e.args[0]);
-        uint32_t size = t.is_string() ? t.size : t.kind == TypeKind::Int ? t.size : t.is_tuple() ? t.size : 8;
+        uint32_t size = t.field_size();
         if (t.is_record()) size = out_.btf->size_of(t.btf_id).value_or(0);
         out_.const_of[id] = size;
         return set(id, Type::integer(8, false));

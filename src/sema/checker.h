@@ -42,6 +42,9 @@ Type field_type(const bpf::TracepointField& f, std::string_view category, uint32
 // and signal names).
 std::optional<int64_t> known_constant(std::string_view name);
 
+// An integer that is only a number: not a pointer, bool or enum value.
+inline bool is_plain_int(const Type& t) { return t.kind == TypeKind::Int && !t.is_pointer && !t.enum_id; }
+
 class Checker {
  public:
   Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final,
@@ -69,6 +72,7 @@ class Checker {
   int32_t find_var(const std::string& name);
 
   int32_t declare_var(const std::string& name, const Type& t);
+  void widen_var(int32_t var, bool grow);
 
   bool in_loop() const { return loop_depth_ > 0; }
 
@@ -182,6 +186,7 @@ class Checker {
   uint32_t probe_index_ = 0;
   int loop_depth_ = 0;
   std::vector<std::map<std::string, int32_t>> scopes_;
+  std::set<int32_t> declared_vars_;  // variables of `let $x: T`, whose integer type stays T
   std::optional<std::set<std::string>> pruned_;  // pruned_map(): the maps of removed branches
 };
 
