@@ -277,6 +277,12 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
   return snap;
 }
 
+void add_zero_scalar(output::MapSnapshot& snap, const sema::MapInfo& m, int ncpus, const Resolver* resolver) {
+  if (m.keyed || !snap.entries.empty() || output::is_histogram(m.agg) || m.value.kind == sema::TypeKind::None) return;
+  const std::vector<uint8_t> zeros(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
+  snap.entries.emplace_back(output::Value{}, aggregate(m, zeros, ncpus, resolver));
+}
+
 void clear_map(int fd, uint32_t key_size) {
   for (const auto& k : present_keys(fd, key_size)) bpf_map_delete_elem(fd, k.data());
 }

@@ -854,6 +854,7 @@ class Session {
       case sema::ActionKind::Print: {
         if (a.map < 0) break;
         auto snap = read_for_print(a.map, read_mode(a, a.map));
+        add_zero_scalar(snap, p_.maps[a.map], ncpus_, shared_names_.get());
         if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         const double now = wall_seconds();
         if (!o_.heatmap_file.empty() && output::is_histogram(snap.kind)) {
