@@ -120,6 +120,7 @@ void Lowerer::stmt(StmtId id) {
         assign_var(s.target, v);
       } else if (t.is_int()) {
         b_.imm_to(var_reg(var), 0);
+        mirror_var(var);
       } else if (t.kind != TypeKind::None) {
         zero(scratch_ptr(var_slot(var)), 0, t.mem_size());
       }
@@ -328,6 +329,7 @@ void Lowerer::assign(const Stmt& s) {
     VregId r = var_reg(var);
     VregId res = arith(s.op, r, rhs, p_.var_types[var].is_signed);
     b_.mov_to(r, res);
+    mirror_var(var);
     return;
   }
   assign_var(s.target, expr(s.value));
@@ -350,9 +352,17 @@ void Lowerer::assign_var(ExprId target, const Val& v) {
   const Type& t = p_.var_types[var];
   if (t.is_int()) {
     b_.mov_to(var_reg(var), materialize_int(v));
+    mirror_var(var);
     return;
   }
   copy_to(scratch_ptr(var_slot(var)), 0, v, t);
+}
+
+// An integer variable whose address `&$x` takes: its value in its scratch
+// slot too, where a pointer to it reads.
+void Lowerer::mirror_var(int32_t var) {
+  if (!p_.addressed_vars.count(var) || !p_.var_types[var].is_int()) return;
+  b_.store(8, scratch_ptr(var_slot(var)), 0, var_reg(var));
 }
 
 // A non-integer variable's scratch offset, allocated on first use.
@@ -654,6 +664,14 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
         }
         case Op::AddrOf: {
           const Expr& field = ast_.expr(e.args[0]);
+          if (field.kind == ExprKind::Variable) {
+            // The variable's scratch slot; an integer is stored there on
+            // every write (mirror_var), and now.
+            const int32_t var = p_.var_of[e.args[0]];
+            const uint32_t off = var_slot(var);
+            if (p_.var_types[var].is_int()) b_.store(8, scratch_ptr(off), 0, var_reg(var));
+            return int_val(scratch_ptr(off), t);
+          }
           VregId base = materialize_int(expr(field.args[0]));
           uint32_t off = p_.field_of[e.args[0]].offset;
           return int_val(off ? b_.alu_imm(AluOp::Add, base, off) : base, t);
@@ -758,6 +776,20 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     }
     case ExprKind::Cast: {
       Val a = expr(e.args[0]);
+      if (t.kind == TypeKind::Array) {
+        // The same bytes as an array: a string or array where it is, an
+        // integer stored (8 bytes, native order) in scratch.
+        if (a.literal) {
+          std::string bytes = *a.literal;
+          bytes.resize(t.field_size(), '\0');  // the NUL is an element too
+          return Val{.type = t, .literal = std::move(bytes)};
+        }
+        if (!a.type.is_int()) return Val{.reg = a.reg, .type = t};
+        VregId p = scratch_ptr(alloc(t.mem_size()));
+        copy_to(p, 0, a, Type::integer(8, false));
+        if (t.mem_size() > 8) zero(p, 8, t.mem_size() - 8);
+        return Val{.reg = p, .type = t};
+      }
       if (a.type.kind == TypeKind::Array) {
         // The array's bytes as an integer, in native order.
         if (a.literal) {
@@ -787,6 +819,10 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
         base = addressable(base);
         VregId c = b_.load(1, base.reg, static_cast<int32_t>(ast_.expr(e.args[1]).ival));
         return int_val(extend(c, 1, true), t);
+      }
+      if (bt.kind == TypeKind::Array) {
+        base = addressable(base);
+        return int_val(load_field(base.reg, static_cast<uint32_t>(ast_.expr(e.args[1]).ival) * t.size, t), t);
       }
       if (bt.is_tuple()) {
         base = addressable(base);
@@ -1056,6 +1092,7 @@ Val Lowerer::inc_dec(const Expr& e, const Type& t) {
     VregId r = var_reg(p_.var_of[e.args[0]]);
     VregId old = b_.mov(r);
     b_.mov_to(r, b_.alu_imm(AluOp::Add, r, delta));
+    mirror_var(p_.var_of[e.args[0]]);
     return int_val(post ? old : b_.mov(r), t);
   }
   VregId key = map_key(e.args[0]);

@@ -370,11 +370,11 @@ Val Lowerer::read_memory(VregId base, const sema::FieldAccess& f, const Type& t,
   VregId addr = f.offset ? b_.alu_imm(AluOp::Add, base, f.offset) : base;
   if (t.is_record()) return Val{.reg = addr, .type = t};
   int helper = space == sema::AddrSpace::User ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
-  if (t.is_string()) {
+  if (t.is_string() || t.is_tuple() || t.kind == TypeKind::Array) {
     uint32_t off = alloc(t.mem_size());
     VregId buf = scratch_ptr(off);
     zero(buf, 0, t.mem_size());
-    checked_call(helper, {buf, b_.imm(t.size), addr});
+    checked_call(helper, {buf, b_.imm(t.field_size()), addr});
     return Val{.reg = buf, .type = t};
   }
   uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.is_pointer ? 8 : t.size;

@@ -102,6 +102,7 @@ class Lowerer {
   VregId var_reg(int32_t var);
 
   void assign_var(ExprId target, const Val& v);
+  void mirror_var(int32_t var);
 
   uint32_t var_slot(int32_t var);
 

@@ -1176,6 +1176,10 @@ std::string Parser::parse_type() {
   while (accept(Tok::Star)) stars += '*';
   if (!stars.empty()) type += ' ' + stars;
   while (accept(Tok::LBracket)) {
+    if (accept(Tok::RBracket)) {  // int8[]: the size from what is cast
+      type += "[]";
+      continue;
+    }
     if (!at(Tok::Int)) {
       unexpected("integer");
       return type;
@@ -1201,8 +1205,7 @@ bool Parser::cast_ahead() const {
   while (t.kind == Tok::Star) t = lexer_.lex(t.end);
   while (t.kind == Tok::LBracket) {
     t = lexer_.lex(t.end);
-    if (t.kind != Tok::Int) return false;
-    t = lexer_.lex(t.end);
+    if (t.kind == Tok::Int) t = lexer_.lex(t.end);
     if (t.kind != Tok::RBracket) return false;
     t = lexer_.lex(t.end);
   }

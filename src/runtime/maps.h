@@ -32,6 +32,8 @@ class Resolver {
     (void)v;
     return std::nullopt;
   }
+  // The program's BTF, which lays out the structs values hold (print($s)).
+  virtual const bpf::Btf* btf() const { return nullptr; }
 };
 
 // Decodes a value of type t stored at p (the layout of sema/types.h).

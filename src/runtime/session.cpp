@@ -126,6 +126,7 @@ class ValueNames : public Resolver {
   std::optional<std::string> enumerator(uint32_t enum_id, int64_t v) const override {
     return btf_ ? btf_->enumerator_name(enum_id, v) : std::nullopt;
   }
+  const bpf::Btf* btf() const override { return btf_; }
 
  private:
   const Symbolizer& symbols_;
@@ -259,6 +260,7 @@ class SharedResolver : public Resolver {
     std::lock_guard g(lock_);
     return inner_.enumerator(enum_id, v);
   }
+  const bpf::Btf* btf() const override { return inner_.btf(); }
 
  private:
   const Resolver& inner_;

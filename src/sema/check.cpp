@@ -810,6 +810,44 @@ Type Checker::binary(ExprId id) {
   }
 }
 
+// (int8[8])x, (uint8[])"str", (bool[2])(uint16)1: the bytes of an integer
+// (in native order), a string or an array as an array of integers or bools
+// (0.26). Without a count, the array takes all the bytes.
+Type Checker::array_cast(const Expr& e, const Type& from) {
+  const std::string_view name = e.name;
+  const size_t open = name.rfind('[');
+  std::string_view elem_name = name.substr(0, open), count_text = name.substr(open + 1, name.size() - open - 2);
+  while (elem_name.ends_with(' ')) elem_name.remove_suffix(1);
+  const auto elem = int_type(elem_name);
+  if (!elem) {
+    error(e.loc, fmt::format("Cannot cast to \"{}\": only arrays of integers or bools are supported", e.name));
+    return Type::none();
+  }
+  uint32_t bytes = 0;  // what the value holds
+  if (from.is_int()) bytes = from.is_pointer ? 8 : from.size;
+  else if (from.is_string()) bytes = from.size;
+  else if (from.kind == TypeKind::Array) bytes = from.size * from.elems[0].size;
+  if (!bytes) {
+    if (from.kind != TypeKind::None) error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", from.name(), e.name));
+    return Type::none();
+  }
+  uint32_t count = bytes / elem->size;
+  if (!count_text.empty()) {
+    auto [p, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    (void)p;
+    if (ec != std::errc()) count = 0;
+  }
+  const uint32_t size = count * elem->size;
+  // An integer fills up to 8 bytes (a literal is as wide as needed); a string
+  // or an array gives its first bytes.
+  const bool fits = from.is_int() ? size <= 8 && (size >= bytes || from.size == 8) : size <= bytes;
+  if (count == 0 || !fits) {
+    error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\": {} bytes to {}", from.name(), e.name, bytes, size));
+    return Type::none();
+  }
+  return Type::array(*elem, count);
+}
+
 bool Checker::is_literal(ExprId id) const {
   const Expr& e = ast_.expr(id);
   return e.kind == ExprKind::Integer;
@@ -1115,6 +1153,14 @@ Type Checker::expr(ExprId id) {
         }
         return set(id, Type::integer(1, true));
       }
+      if (bt.kind == TypeKind::Array) {
+        const Expr& index = ast_.expr(e.args[1]);
+        if (index.kind != ExprKind::Integer || index.ival >= bt.size) {
+          error(index.loc, fmt::format("an array index must be a constant below {}", bt.size));
+          return set(id, Type::none());
+        }
+        return set(id, bt.elems[0]);
+      }
       if (bt.is_tuple()) {
         const Expr& index = ast_.expr(e.args[1]);
         if (index.kind != ExprKind::Integer || index.ival >= bt.elems.size()) {
@@ -1141,6 +1187,7 @@ Type Checker::expr(ExprId id) {
     }
     case ExprKind::Cast: {
       Type t = expr(e.args[0]);
+      if (e.name.ends_with("]")) return set(id, array_cast(e, t));
       auto to = type_of_name(e.name, e.loc);
       if (!to) return set(id, Type::none());
       if (to->is_record()) {
@@ -1413,6 +1460,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.in_list_of.clear();
     std::vector<Type> first_pass_vars = final ? std::move(out.var_types) : std::vector<Type>{};
     out.var_types.clear();
+    out.addressed_vars.clear();
     out.actions.clear();
     lang::Diagnostics scratch;
     out.strftime_formats.clear();

@@ -163,6 +163,7 @@ class Checker {
   Type binary(ExprId id);
 
   bool is_literal(ExprId id) const;
+  Type array_cast(const Expr& e, const Type& from);
 
   static const char* op_text(Op op);
 

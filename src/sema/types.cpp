@@ -10,8 +10,10 @@ namespace bpfscope::sema {
 
 namespace {
 
+// An enum value (printed by name) or a struct (printed field by field):
+// user space reads the BTF to print it.
 bool has_enum(const Type& t) {
-  if (t.enum_id) return true;
+  if (t.enum_id || t.kind == TypeKind::Record) return true;
   for (const auto& e : t.elems)
     if (!t.is_pointer && has_enum(e)) return true;
   return false;

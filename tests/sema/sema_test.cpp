@@ -169,7 +169,7 @@ TEST(Sema, Errors) {
       {"BEGIN { @x = foo(1); }", "Unknown function: foo"},
       {"BEGIN { @x = *\"ab\"; }", "Can only dereference pointers, not string[3]"},
       {"BEGIN { $p = (void *)0; @x = *$p; }", "Can not dereference a pointer to an unknown type (void *)"},
-      {"BEGIN { @x = &pid; }", "& takes the address of a kernel struct member only"},
+      {"BEGIN { @x = &pid; }", "& takes the address of a variable or a kernel struct member only"},
       {"BEGIN { $i = 1; @x = comm[$i]; }", "a string index must be a constant below 16"},
       {"BEGIN { @x = (1, 2)[2]; }", "a tuple index must be a constant below 2"},
       {"BEGIN { @x = pid[1]; }", "The array index operator [] can not be used on expressions of type uint32"},
