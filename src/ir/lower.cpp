@@ -170,8 +170,10 @@ void Lowerer::stmt(StmtId id) {
         for_map(s);
         return;
       }
-      VregId i = var_reg(p_.for_var_of[s.expr]);
+      const int32_t var = p_.for_var_of[s.expr];
+      VregId i = var_reg(var);
       b_.mov_to(i, materialize_int(expr(s.expr)));
+      mirror_var(var);
       VregId end = b_.mov(materialize_int(expr(s.range_end)));
       BlockId head = b_.new_block(), body = b_.new_block(), latch = b_.new_block(), done = b_.new_block();
       b_.jump(head);
@@ -184,6 +186,7 @@ void Lowerer::stmt(StmtId id) {
       b_.jump(latch);
       b_.set_block(latch);
       b_.mov_to(i, b_.alu_imm(AluOp::Add, i, 1));
+      mirror_var(var);
       b_.jump(head);
       b_.set_block(done);
       return;
