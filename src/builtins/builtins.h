@@ -44,10 +44,11 @@ struct Function {
   // A condition's lowering, for a call with a branch of its own (in_list()):
   // jumps to yes or no.
   void (*branch)(Lowerer& l, lang::ExprId id, ir::BlockId yes, ir::BlockId no) = nullptr;
-  // Writes the value straight into memory at dst + off as type `to`, for a
-  // value a helper writes (comm), instead of through a temporary and a copy;
-  // false when it cannot for that type.
-  bool (*store)(Lowerer& l, ir::VregId dst, uint32_t off, const sema::Type& to) = nullptr;
+  // Writes the value straight into memory at dst + off as type `to` (a
+  // tuple's `field`: exactly its size), for a value a helper writes (comm),
+  // instead of through a temporary and a copy; false when it cannot for that
+  // type.
+  bool (*store)(Lowerer& l, ir::VregId dst, uint32_t off, const sema::Type& to, bool field) = nullptr;
   // An aggregation (count(), hist()...): assigned to a map, which it types;
   // the map's update lowers it. Plain for the other functions.
   output::AggKind aggregation = output::AggKind::Plain;

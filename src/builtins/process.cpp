@@ -100,11 +100,12 @@ constexpr Function kProcess[] = {
            return Val{.reg = p, .type = t};
          },
      .store =
-         [](Lowerer& l, VregId dst, uint32_t off, const Type& to) {
+         [](Lowerer& l, VregId dst, uint32_t off, const Type& to, bool field) {
            if (!to.is_string() || to.size < 16) return false;
            VregId d = off == 0 ? dst : l.b_.alu_imm(AluOp::Add, dst, off);
            l.b_.call(BPF_FUNC_get_current_comm, {d, l.b_.imm(16)});
-           if (to.mem_size() > 16) l.zero(dst, off + 16, to.mem_size() - 16);
+           const uint32_t cap = field ? to.size : to.mem_size();
+           if (cap > 16) field ? l.zero_exact(dst, off + 16, cap - 16) : l.zero(dst, off + 16, cap - 16);
            return true;
          },
      .variable = true},

@@ -122,6 +122,7 @@ void Lowerer::stmt(StmtId id) {
         assign_var(s.target, v);
       } else if (t.is_int()) {
         b_.imm_to(var_reg(var), 0);
+        mirror_var(var);
       } else if (t.kind != TypeKind::None) {
         zero(scratch_ptr(var_slot(var)), 0, t.mem_size());
       }
@@ -171,8 +172,10 @@ void Lowerer::stmt(StmtId id) {
         for_map(s);
         return;
       }
-      VregId i = var_reg(p_.for_var_of[s.expr]);
+      const int32_t var = p_.for_var_of[s.expr];
+      VregId i = var_reg(var);
       b_.mov_to(i, materialize_int(expr(s.expr)));
+      mirror_var(var);
       VregId end = b_.mov(materialize_int(expr(s.range_end)));
       BlockId head = b_.new_block(), body = b_.new_block(), latch = b_.new_block(), done = b_.new_block();
       b_.jump(head);
@@ -185,6 +188,7 @@ void Lowerer::stmt(StmtId id) {
       b_.jump(latch);
       b_.set_block(latch);
       b_.mov_to(i, b_.alu_imm(AluOp::Add, i, 1));
+      mirror_var(var);
       b_.jump(head);
       b_.set_block(done);
       return;
@@ -254,17 +258,23 @@ void Lowerer::lower_callback(const Stmt& s, Function& cb, uint32_t index, const 
   slot.off = alloc(kvt.mem_size());
   vars_top_ = std::max(vars_top_, scratch_top_);
   VregId dst = scratch_ptr(slot.off);
-  copy_bytes(dst, 0, key, kvt.elems[0].mem_size());
+  // The key and the value as tuple fields (a map's own integers are 8 bytes).
+  const Type& kt = kvt.elems[0];
+  if (kvt.has_holes()) zero(dst, 0, kvt.mem_size());
+  if (kt.is_int())
+    copy_to(dst, 0, int_val(b_.load(8, key, 0), kt), kt, true);
+  else
+    copy_exact(dst, 0, key, kt.field_size());
   const auto& m = map_info(s.expr);
   if (m.agg != output::AggKind::Plain) {
     // A per-CPU value is this CPU's share only; read it as a probe does,
     // over all CPUs, with the key copy in scratch (bpftrace 0.21+).
     Val total = aggregate_read(s.expr, dst);
-    copy_to(dst, kvt.offsets[1], total, kvt.elems[1]);
+    copy_to(dst, kvt.offsets[1], total, kvt.elems[1], true);
   } else if (kvt.elems[1].is_int()) {
-    b_.store(8, dst, static_cast<int32_t>(kvt.offsets[1]), b_.load(8, value, 0));
+    copy_to(dst, kvt.offsets[1], int_val(b_.load(8, value, 0), kvt.elems[1]), kvt.elems[1], true);
   } else {
-    copy_bytes(dst, kvt.offsets[1], value, kvt.elems[1].mem_size());
+    copy_exact(dst, kvt.offsets[1], value, kvt.elems[1].field_size());
   }
 
   Callback self{.ctx = cs, .stop = b_.new_block()};
@@ -319,9 +329,10 @@ void Lowerer::assign(const Stmt& s) {
     }
     Val v;
     if (s.op != Op::None) {
+      const Type& mt = p_.type_of(s.target);
       Val old = map_read(s.target);
-      Val rhs = expr(s.value);
-      v = Val{.reg = arith(s.op, old.reg, rhs, p_.type_of(s.target).is_signed), .type = p_.type_of(s.target)};
+      Val rhs = pointer_step(s.op, mt, expr(s.value));
+      v = Val{.reg = arith(s.op, old.reg, rhs, mt.is_signed), .type = mt};
     } else {
       v = expr(s.value);
     }
@@ -330,13 +341,20 @@ void Lowerer::assign(const Stmt& s) {
   }
   if (s.op != Op::None) {
     int32_t var = p_.var_of[s.target];
-    Val rhs = expr(s.value);
+    Val rhs = pointer_step(s.op, p_.var_types[var], expr(s.value));
     VregId r = var_reg(var);
     VregId res = arith(s.op, r, rhs, p_.var_types[var].is_signed);
     b_.mov_to(r, res);
+    mirror_var(var);
     return;
   }
   assign_var(s.target, expr(s.value));
+}
+
+// The right side of `p += n` / `p -= n` on a pointer: n elements.
+Val Lowerer::pointer_step(Op op, const Type& target, Val rhs) {
+  if (!target.is_pointer || rhs.type.is_pointer || (op != Op::Add && op != Op::Sub)) return rhs;
+  return scaled(std::move(rhs), target.pointee_size());
 }
 
 VregId Lowerer::var_reg(int32_t var) {
@@ -350,9 +368,17 @@ void Lowerer::assign_var(ExprId target, const Val& v) {
   const Type& t = p_.var_types[var];
   if (t.is_int()) {
     b_.mov_to(var_reg(var), materialize_int(v));
+    mirror_var(var);
     return;
   }
   copy_to(scratch_ptr(var_slot(var)), 0, v, t);
+}
+
+// An integer variable whose address `&$x` takes: its value in its scratch
+// slot too, where a pointer to it reads.
+void Lowerer::mirror_var(int32_t var) {
+  if (!p_.addressed_vars.count(var) || !p_.var_types[var].is_int()) return;
+  b_.store(8, scratch_ptr(var_slot(var)), 0, var_reg(var));
 }
 
 // A non-integer variable's scratch offset, allocated on first use.
@@ -678,6 +704,14 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
         }
         case Op::AddrOf: {
           const Expr& field = ast_.expr(e.args[0]);
+          if (field.kind == ExprKind::Variable) {
+            // The variable's scratch slot; an integer is stored there on
+            // every write (mirror_var), and now.
+            const int32_t var = p_.var_of[e.args[0]];
+            const uint32_t off = var_slot(var);
+            if (p_.var_types[var].is_int()) b_.store(8, scratch_ptr(off), 0, var_reg(var));
+            return int_val(scratch_ptr(off), t);
+          }
           VregId base = materialize_int(expr(field.args[0]));
           uint32_t off = p_.field_of[e.args[0]].offset;
           return int_val(off ? b_.alu_imm(AluOp::Add, base, off) : base, t);
@@ -777,11 +811,25 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       const Type& bt = p_.type_of(e.args[0]);
       size_t idx = bt.is_named_tuple() ? static_cast<size_t>(bt.field_index(e.name)) : std::stoul(e.name);
       uint32_t off = bt.offsets[idx];
-      if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
+      if (t.is_int()) return int_val(load_field(base.reg, off, t), t);
       return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
     }
     case ExprKind::Cast: {
       Val a = expr(e.args[0]);
+      if (t.kind == TypeKind::Array) {
+        // The same bytes as an array: a string or array where it is, an
+        // integer stored (8 bytes, native order) in scratch.
+        if (a.literal) {
+          std::string bytes = *a.literal;
+          bytes.resize(t.field_size(), '\0');  // the NUL is an element too
+          return Val{.type = t, .literal = std::move(bytes)};
+        }
+        if (!a.type.is_int()) return Val{.reg = a.reg, .type = t};
+        VregId p = scratch_ptr(alloc(t.mem_size()));
+        copy_to(p, 0, a, Type::integer(8, false));
+        if (t.mem_size() > 8) zero(p, 8, t.mem_size() - 8);
+        return Val{.reg = p, .type = t};
+      }
       if (a.type.kind == TypeKind::Array) {
         // The array's bytes as an integer, in native order.
         if (a.literal) {
@@ -797,7 +845,8 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::Tuple: {
       uint32_t off = alloc(t.mem_size());
       VregId p = scratch_ptr(off);
-      for (size_t i = 0; i < e.args.size(); ++i) copy_to(p, t.offsets[i], expr(e.args[i]), t.elems[i]);
+      if (t.has_holes()) zero(p, 0, t.mem_size());
+      for (size_t i = 0; i < e.args.size(); ++i) store_expr(p, t.offsets[i], e.args[i], t.elems[i], true);
       return Val{.reg = p, .type = t};
     }
     case ExprKind::IncDec: return inc_dec(e, t);
@@ -811,10 +860,14 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
         VregId c = b_.load(1, base.reg, static_cast<int32_t>(ast_.expr(e.args[1]).ival));
         return int_val(extend(c, 1, true), t);
       }
+      if (bt.kind == TypeKind::Array) {
+        base = addressable(base);
+        return int_val(load_field(base.reg, static_cast<uint32_t>(ast_.expr(e.args[1]).ival) * t.size, t), t);
+      }
       if (bt.is_tuple()) {
         base = addressable(base);
         uint32_t off = bt.offsets[ast_.expr(e.args[1]).ival];
-        if (t.is_int()) return int_val(b_.load(8, base.reg, static_cast<int32_t>(off)), t);
+        if (t.is_int()) return int_val(load_field(base.reg, off, t), t);
         return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
       }
       // A kernel array member (its address) or a pointer: element i.
@@ -985,12 +1038,15 @@ Val Lowerer::args_field(const Expr& e, const Type& t) {
 
 Val Lowerer::inc_dec(const Expr& e, const Type& t) {
   const Expr& target = ast_.expr(e.args[0]);
-  int64_t delta = (e.op == Op::PreInc || e.op == Op::PostInc) ? 1 : -1;
+  // A pointer steps by one element.
+  const int64_t step = t.is_pointer ? t.pointee_size() : 1;
+  const int64_t delta = (e.op == Op::PreInc || e.op == Op::PostInc) ? step : -step;
   bool post = e.op == Op::PostInc || e.op == Op::PostDec;
   if (target.kind == ExprKind::Variable) {
     VregId r = var_reg(p_.var_of[e.args[0]]);
     VregId old = b_.mov(r);
     b_.mov_to(r, b_.alu_imm(AluOp::Add, r, delta));
+    mirror_var(p_.var_of[e.args[0]]);
     return int_val(post ? old : b_.mov(r), t);
   }
   VregId key = map_key(e.args[0]);

@@ -48,7 +48,8 @@ VregId Lowerer::map_key(ExprId id) {
   if (e.args.size() == 1) {
     store_expr(p, 0, e.args[0], m.key);
   } else {
-    for (size_t i = 0; i < e.args.size(); ++i) store_expr(p, m.key.offsets[i], e.args[i], m.key.elems[i]);
+    if (m.key.has_holes()) zero(p, 0, m.key_size);
+    for (size_t i = 0; i < e.args.size(); ++i) store_expr(p, m.key.offsets[i], e.args[i], m.key.elems[i], true);
   }
   return p;
 }
@@ -380,11 +381,11 @@ Val Lowerer::read_memory(VregId base, const sema::FieldAccess& f, const Type& t,
   VregId addr = f.offset ? b_.alu_imm(AluOp::Add, base, f.offset) : base;
   if (t.is_record()) return Val{.reg = addr, .type = t};
   int helper = space == sema::AddrSpace::User ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
-  if (t.is_string()) {
+  if (t.is_string() || t.is_tuple() || t.kind == TypeKind::Array) {
     uint32_t off = alloc(t.mem_size());
     VregId buf = scratch_ptr(off);
     zero(buf, 0, t.mem_size());
-    checked_call(helper, {buf, b_.imm(t.size), addr});
+    checked_call(helper, {buf, b_.imm(t.field_size()), addr});
     return Val{.reg = buf, .type = t};
   }
   uint32_t size = f.bits ? (f.shift + f.bits + 7) / 8 : t.is_pointer ? 8 : t.size;
@@ -407,56 +408,75 @@ Val Lowerer::read_memory(VregId base, const sema::FieldAccess& f, const Type& t,
 // Evaluates an expression into dst + off as type `to`. Strings that a
 // helper writes (comm) go straight to their destination instead of through
 // a temporary and a copy.
-void Lowerer::store_expr(VregId dst, uint32_t off, ExprId id, const Type& to) {
+void Lowerer::store_expr(VregId dst, uint32_t off, ExprId id, const Type& to, bool field) {
   const Expr& e = ast_.expr(id);
   const builtins::Function* f = e.kind == ExprKind::Identifier ? p_.function_of[id] : nullptr;
   if (f && f->store) {
     lang::Loc saved = b_.loc();
     b_.set_loc(e.loc);
-    const bool stored = f->store(*this, dst, off, to);
+    const bool stored = f->store(*this, dst, off, to, field);
     b_.set_loc(saved);
     if (stored) return;
   }
-  copy_to(dst, off, expr(id), to);
+  copy_to(dst, off, expr(id), to, field);
+}
+
+// Stores `bytes` at dst + off as immediates, in the widest stores that fit.
+static void store_literal_bytes(Builder& b, VregId dst, uint32_t off, const std::string& bytes) {
+  for (uint32_t i = 0; i < bytes.size();) {
+    const uint32_t left = static_cast<uint32_t>(bytes.size()) - i;
+    const uint8_t w = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    int32_t word = 0;
+    std::memcpy(&word, bytes.data() + i, w);
+    if (w == 2) word = static_cast<int16_t>(word);
+    if (w == 1) word = static_cast<int8_t>(word);
+    b.store_imm(w, dst, static_cast<int32_t>(off + i), word);
+    i += w;
+  }
 }
 
 // Writes v, of type `from` (v.type), into dst + off as type `to`.
-void Lowerer::copy_to(VregId dst, uint32_t off, const Val& v, const Type& to) {
+void Lowerer::copy_to(VregId dst, uint32_t off, const Val& v, const Type& to, bool field) {
   if (to.is_int()) {
+    // 8 bytes on its own; a tuple field's own size, truncated.
+    const auto width = static_cast<uint8_t>(field ? to.field_size() : 8);
     if (v.constant && *v.constant >= INT32_MIN && *v.constant <= INT32_MAX) {
-      b_.store_imm(8, dst, static_cast<int32_t>(off), static_cast<int32_t>(*v.constant));
+      int64_t c = *v.constant;
+      if (width < 8) c = narrow(v, Type::integer(width, true)).constant.value_or(0);
+      b_.store_imm(width, dst, static_cast<int32_t>(off), static_cast<int32_t>(c));
     } else {
-      b_.store(8, dst, static_cast<int32_t>(off), materialize_int(v));
+      b_.store(width, dst, static_cast<int32_t>(off), materialize_int(v));
     }
     return;
   }
   if (to.is_string()) {
-    uint32_t cap = to.mem_size();
+    uint32_t cap = field ? to.size : to.mem_size();
     if (v.literal) {
       // The literal bytes, a NUL, and zeros to the end of the slot.
       std::string bytes = *v.literal;
       bytes.resize(cap, '\0');
       if (v.literal->size() >= to.size) bytes[to.size - 1] = '\0';
-      for (uint32_t i = 0; i < cap; i += 4) {
-        int32_t word;
-        std::memcpy(&word, bytes.data() + i, 4);
-        b_.store_imm(4, dst, static_cast<int32_t>(off + i), word);
-      }
+      store_literal_bytes(b_, dst, off, bytes);
       return;
     }
-    uint32_t n = std::min(v.type.mem_size(), cap);
-    copy_bytes(dst, off, v.reg, n);
-    if (n < cap) zero(dst, off + n, cap - n);
+    // The source's own bytes only (it may be a field, followed by others),
+    // then zeros to the end of the slot.
+    uint32_t n = std::min(v.type.size, cap);
+    copy_exact(dst, off, v.reg, n);
+    // A string's capacity counts its NUL: a longer one is cut to fit a field.
+    if (field && v.type.size > cap) b_.store_imm(1, dst, static_cast<int32_t>(off + cap - 1), 0);
+    if (n < cap) zero_exact(dst, off + n, cap - n);
     return;
   }
   if (to.kind == TypeKind::Array && v.literal) {
     std::string bytes = *v.literal;
-    bytes.resize(to.mem_size(), '\0');
-    for (uint32_t i = 0; i < bytes.size(); i += 4) {
-      int32_t word;
-      std::memcpy(&word, bytes.data() + i, 4);
-      b_.store_imm(4, dst, static_cast<int32_t>(off + i), word);
-    }
+    bytes.resize(field ? to.field_size() : to.mem_size(), '\0');
+    store_literal_bytes(b_, dst, off, bytes);
+    return;
+  }
+  if (to.kind == TypeKind::Array) {
+    copy_exact(dst, off, v.reg, to.field_size());
+    if (!field) zero_exact(dst, off + to.field_size(), to.mem_size() - to.field_size());
     return;
   }
   if (to.kind == TypeKind::Buffer && v.type.size < to.size) {
@@ -480,23 +500,31 @@ void Lowerer::copy_to(VregId dst, uint32_t off, const Val& v, const Type& to) {
   }
   if (to.is_tuple()) {
     if (v.type.is_tuple() && v.type == to) {
-      copy_bytes(dst, off, v.reg, to.mem_size());
+      copy_exact(dst, off, v.reg, to.size);
+      if (!field) zero_exact(dst, off + to.size, to.mem_size() - to.size);
       return;
     }
     // Element-wise with widening (e.g. string[4] into string[16]); a
-    // record's fields go to the slot of the same name.
+    // record's fields go to the slot of the same name. Holes are zeroed.
+    if (to.has_holes()) (field ? zero_exact(dst, off, to.size) : zero(dst, off, to.mem_size()));
     for (size_t i = 0; i < to.elems.size(); ++i)
       copy_to(dst, off + to.offsets[i], tuple_elem(v, to.is_named_tuple() ? v.type.field_index(to.names[i]) : i),
-              to.elems[i]);
+              to.elems[i], true);
     return;
   }
+}
+
+VregId Lowerer::load_field(VregId base, uint32_t off, const Type& el) {
+  const uint32_t width = el.field_size();
+  VregId r = b_.load(static_cast<uint8_t>(width), base, static_cast<int32_t>(off));
+  return el.kind == TypeKind::Int && el.is_signed ? extend(r, width, true) : r;
 }
 
 // Element i of an addressed tuple: integers loaded, others by address.
 Val Lowerer::tuple_elem(const Val& tuple, size_t i) {
   const Type& el = tuple.type.elems[i];
-  const int32_t off = static_cast<int32_t>(tuple.type.offsets[i]);
-  if (el.is_int()) return Val{.reg = b_.load(8, tuple.reg, off), .type = el};
+  const uint32_t off = tuple.type.offsets[i];
+  if (el.is_int()) return Val{.reg = load_field(tuple.reg, off, el), .type = el};
   return Val{.reg = off ? b_.alu_imm(AluOp::Add, tuple.reg, off) : tuple.reg, .type = el};
 }
 
@@ -510,6 +538,30 @@ void Lowerer::copy_bytes(VregId dst, uint32_t off, VregId src, uint32_t n) {
   }
   VregId d = off == 0 ? dst : b_.alu_imm(AluOp::Add, dst, off);
   b_.call(BPF_FUNC_probe_read_kernel, {d, b_.imm(n), src});
+}
+
+void Lowerer::copy_exact(VregId dst, uint32_t off, VregId src, uint32_t n) {
+  if (n > kInlineCopy) {
+    copy_bytes(dst, off, src, n);  // one bpf_probe_read_kernel of n bytes
+    return;
+  }
+  for (uint32_t i = 0; i < n;) {
+    const uint8_t w = n - i >= 8 ? 8 : n - i >= 4 ? 4 : n - i >= 2 ? 2 : 1;
+    b_.store(w, dst, static_cast<int32_t>(off + i), b_.load(w, src, static_cast<int32_t>(i)));
+    i += w;
+  }
+}
+
+void Lowerer::zero_exact(VregId dst, uint32_t off, uint32_t n) {
+  if (n > kInlineCopy) {
+    zero(dst, off, n);  // a copy of n bytes from the zero map
+    return;
+  }
+  for (uint32_t i = 0; i < n;) {
+    const uint8_t w = n - i >= 8 ? 8 : n - i >= 4 ? 4 : n - i >= 2 ? 2 : 1;
+    b_.store_imm(w, dst, static_cast<int32_t>(off + i), 0);
+    i += w;
+  }
 }
 
 void Lowerer::zero(VregId dst, uint32_t off, uint32_t n) {

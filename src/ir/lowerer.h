@@ -99,9 +99,12 @@ class Lowerer {
 
   void assign(const Stmt& s);
 
+  Val pointer_step(Op op, const Type& target, Val rhs);
+
   VregId var_reg(int32_t var);
 
   void assign_var(ExprId target, const Val& v);
+  void mirror_var(int32_t var);
 
   uint32_t var_slot(int32_t var);
 
@@ -246,13 +249,21 @@ class Lowerer {
 
   Val read_memory(VregId base, const sema::FieldAccess& f, const Type& t, sema::AddrSpace space);
 
-  void store_expr(VregId dst, uint32_t off, ExprId id, const Type& to);
+  // `field`: dst + off is a field of a tuple, written with the field's own
+  // size (Type::field_size()) rather than its size on its own (mem_size()).
+  void store_expr(VregId dst, uint32_t off, ExprId id, const Type& to, bool field = false);
 
-  void copy_to(VregId dst, uint32_t off, const Val& v, const Type& to);
+  void copy_to(VregId dst, uint32_t off, const Val& v, const Type& to, bool field = false);
+
+  // An integer field of a tuple at base + off, extended to 64 bits.
+  VregId load_field(VregId base, uint32_t off, const Type& el);
 
   Val tuple_elem(const Val& tuple, size_t i);
 
   void copy_bytes(VregId dst, uint32_t off, VregId src, uint32_t n);
+  // Exactly n bytes (copy_bytes and zero() round n up to 8).
+  void copy_exact(VregId dst, uint32_t off, VregId src, uint32_t n);
+  void zero_exact(VregId dst, uint32_t off, uint32_t n);
 
   void zero(VregId dst, uint32_t off, uint32_t n);
 

@@ -17,7 +17,7 @@ using StmtId = uint32_t;
 inline constexpr uint32_t kNone = UINT32_MAX;
 
 enum class ExprKind {
-  Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg)
+  Integer,      // ival (uint64 bits; a literal is never negative, '-' is Unary Neg); name "true"/"false" for bools
   Float,        // fval: a floating-point literal; sema accepts it only as a printf argument's divisor
   String,       // sval: the literal with escapes decoded
   Identifier,   // name: a builtin (pid, comm, args, ...), a constant or a type name
@@ -31,7 +31,7 @@ enum class ExprKind {
   Ternary,      // args[0] ? args[1] : args[2]; with two args, args[0] ?: args[1] (0.26)
   Field,        // args[0].name or args[0]->name (arrow = true); name may be "0" for tuple index
   Index,        // args[0][args[1]]
-  Cast,         // (name)args[0]; name is the type text, spaced as in "uint8", "struct sock *", "int8 **", "uint8[4]"
+  Cast,         // (name)args[0]; name is the type text, spaced as in "uint8", "struct sock *", "int8 **", "uint8[4]", "int8[]"
   Tuple,        // (args...), or a record (a=args[0], b=args[1]) when field_names is set
   IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
   Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])

@@ -1122,9 +1122,9 @@ ExprId Parser::parse_primary() {
       e.kind = ExprKind::Identifier;
       e.name = t.text;
       if (t.text == "true" || t.text == "false") {
+        // A bool literal: an Integer that keeps its spelling (sema types it bool).
         e.kind = ExprKind::Integer;
         e.ival = t.text == "true";
-        e.name.clear();
       }
       break;
     case Tok::Sizeof:
@@ -1266,6 +1266,10 @@ std::string Parser::parse_type() {
   while (accept(Tok::Star)) stars += '*';
   if (!stars.empty()) type += ' ' + stars;
   while (accept(Tok::LBracket)) {
+    if (accept(Tok::RBracket)) {  // int8[]: the size from what is cast
+      type += "[]";
+      continue;
+    }
     if (!at(Tok::Int)) {
       unexpected("integer");
       return type;
@@ -1291,8 +1295,7 @@ bool Parser::cast_ahead() const {
   while (t.kind == Tok::Star) t = lexer_.lex(t.end);
   while (t.kind == Tok::LBracket) {
     t = lexer_.lex(t.end);
-    if (t.kind != Tok::Int) return false;
-    t = lexer_.lex(t.end);
+    if (t.kind == Tok::Int) t = lexer_.lex(t.end);
     if (t.kind != Tok::RBracket) return false;
     t = lexer_.lex(t.end);
   }

@@ -16,10 +16,70 @@
 
 namespace bpfscope::runtime {
 
+namespace {
+
+// A value of BTF type `id` at p, as bpftrace prints structs: `{ .a = 1, .b
+// = { ... } }`, char arrays as strings, other arrays as [1,2], pointers in
+// hex, bitfields by their bits.
+output::Value decode_btf(const bpf::Btf& btf, uint32_t id, const uint8_t* p, int depth = 0) {
+  const auto t = btf.type(id);
+  if (!t || depth > 16) return output::Value::of_int(0);
+  switch (t->kind) {
+    case bpf::BtfType::Kind::Struct:
+    case bpf::BtfType::Kind::Union: {
+      std::vector<std::string> names;
+      std::vector<output::Value> elems;
+      for (const auto& m : btf.members(t->id)) {
+        names.push_back(m.name);
+        const uint8_t* f = p + m.bit_offset / 8;
+        if (!m.bitfield_size) {
+          elems.push_back(decode_btf(btf, m.type_id, f, depth + 1));
+          continue;
+        }
+        uint64_t bits = 0;
+        std::memcpy(&bits, f, std::min<uint32_t>(8, (m.bit_offset % 8 + m.bitfield_size + 7) / 8));
+        bits = (bits >> (m.bit_offset % 8)) & (m.bitfield_size >= 64 ? ~0ull : (1ull << m.bitfield_size) - 1);
+        elems.push_back(output::Value::of_uint(bits));
+      }
+      return output::Value::of_record(std::move(names), std::move(elems));
+    }
+    case bpf::BtfType::Kind::Array: {
+      const auto elem = btf.type(t->target);
+      if (!elem) return output::Value::of_array({});
+      if (elem->kind == bpf::BtfType::Kind::Int && elem->size == 1 && elem->name.find("char") != std::string::npos)
+        return output::Value::of_string(
+            std::string(reinterpret_cast<const char*>(p), strnlen(reinterpret_cast<const char*>(p), t->size)));
+      std::vector<output::Value> elems;
+      for (uint32_t i = 0; i < t->count && elem->size; ++i)
+        elems.push_back(decode_btf(btf, t->target, p + i * elem->size, depth + 1));
+      return output::Value::of_array(std::move(elems));
+    }
+    case bpf::BtfType::Kind::Pointer: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return output::Value::of_pointer(v);
+    }
+    case bpf::BtfType::Kind::Int:
+    case bpf::BtfType::Kind::Enum: {
+      uint64_t v = 0;
+      const uint32_t n = std::min<uint32_t>(t->size, 8);
+      std::memcpy(&v, p, n);
+      if (t->is_signed && n < 8 && (v >> (8 * n - 1) & 1)) v |= ~0ull << (8 * n);
+      return t->is_signed ? output::Value::of_int(static_cast<int64_t>(v)) : output::Value::of_uint(v);
+    }
+    default: return output::Value::of_int(0);
+  }
+}
+
+}  // namespace
+
 output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* resolver) {
   switch (t.kind) {
-    case sema::TypeKind::None:
-    case sema::TypeKind::Record: return {};  // a struct is never stored (sema rejects it)
+    case sema::TypeKind::None: return {};
+    case sema::TypeKind::Record:
+      // A struct copied into a variable (print($s)); maps never hold one.
+      if (const bpf::Btf* btf = resolver ? resolver->btf() : nullptr) return decode_btf(*btf, t.btf_id, p);
+      return {};
     case sema::TypeKind::Stack:
     case sema::TypeKind::Symbol: {
       uint64_t first, pid;
@@ -47,7 +107,9 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
       for (uint32_t i = 0; i < t.size; ++i) {
         uint64_t v = 0;
         std::memcpy(&v, p + i * et.size, et.size);
-        if (et.is_signed) {
+        if (et.kind == sema::TypeKind::Bool) {
+          elems.push_back(output::Value::of_bool(v != 0));
+        } else if (et.is_signed) {
           int shift = 64 - static_cast<int>(et.size) * 8;
           elems.push_back(output::Value::of_int(shift ? static_cast<int64_t>(v << shift) >> shift : static_cast<int64_t>(v)));
         } else {
@@ -99,7 +161,19 @@ output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* reso
     }
     case sema::TypeKind::Tuple: {
       std::vector<output::Value> elems;
-      for (size_t i = 0; i < t.elems.size(); ++i) elems.push_back(decode(t.elems[i], p + t.offsets[i], resolver));
+      for (size_t i = 0; i < t.elems.size(); ++i) {
+        const sema::Type& e = t.elems[i];
+        const uint8_t* f = p + t.offsets[i];
+        uint8_t word[8] = {};
+        if (e.is_int() && e.field_size() < 8) {
+          // A narrower integer field, extended to the 8 bytes decode() reads.
+          std::memcpy(word, f, e.field_size());
+          if (e.kind == sema::TypeKind::Int && e.is_signed && (f[e.field_size() - 1] & 0x80))
+            std::memset(word + e.field_size(), 0xff, 8 - e.field_size());
+          f = word;
+        }
+        elems.push_back(decode(e, f, resolver));
+      }
       if (t.is_named_tuple()) return output::Value::of_record(t.names, std::move(elems));
       return output::Value::of_tuple(std::move(elems));
     }
@@ -263,6 +337,12 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
   }
   if (m.keyed && has_kernel_stack(m.key)) merge_equal_keys(snap);
   return snap;
+}
+
+void add_zero_scalar(output::MapSnapshot& snap, const sema::MapInfo& m, int ncpus, const Resolver* resolver) {
+  if (m.keyed || !snap.entries.empty() || output::is_histogram(m.agg) || m.value.kind == sema::TypeKind::None) return;
+  const std::vector<uint8_t> zeros(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
+  snap.entries.emplace_back(output::Value{}, aggregate(m, zeros, ncpus, resolver));
 }
 
 void clear_map(int fd, uint32_t key_size) {

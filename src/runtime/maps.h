@@ -32,6 +32,8 @@ class Resolver {
     (void)v;
     return std::nullopt;
   }
+  // The program's BTF, which lays out the structs values hold (print($s)).
+  virtual const bpf::Btf* btf() const { return nullptr; }
 };
 
 // Decodes a value of type t stored at p (the layout of sema/types.h).
@@ -45,6 +47,12 @@ enum class Read { Keep, Take };
 // that an event counted after the read lands in a new entry.
 output::MapSnapshot read_map(const sema::MapInfo& info, int fd, int ncpus, const Resolver* resolver = nullptr,
                              Read mode = Read::Keep);
+
+// print(@m) of a scalar map that holds no value yet: its zero value as the
+// one entry (bpftrace 0.26 prints `@: 0`; histograms and the maps printed at
+// exit stay empty).
+void add_zero_scalar(output::MapSnapshot& snap, const sema::MapInfo& info, int ncpus,
+                     const Resolver* resolver = nullptr);
 
 // clear(): deletes every key. zero(): sets every value to zero.
 void clear_map(int fd, uint32_t key_size);

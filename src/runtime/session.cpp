@@ -126,6 +126,7 @@ class ValueNames : public Resolver {
   std::optional<std::string> enumerator(uint32_t enum_id, int64_t v) const override {
     return btf_ ? btf_->enumerator_name(enum_id, v) : std::nullopt;
   }
+  const bpf::Btf* btf() const override { return btf_; }
 
  private:
   const Symbolizer& symbols_;
@@ -264,6 +265,7 @@ class SharedResolver : public Resolver {
     std::lock_guard g(lock_);
     return inner_.enumerator(enum_id, v);
   }
+  const bpf::Btf* btf() const override { return inner_.btf(); }
 
  private:
   const Resolver& inner_;
@@ -923,6 +925,7 @@ class Session {
       case sema::ActionKind::Print: {
         if (a.map < 0) break;
         auto snap = read_for_print(a.map, read_mode(a, a.map));
+        add_zero_scalar(snap, p_.maps[a.map], ncpus_, shared_names_.get());
         if (!a.format.empty()) snap.name = a.format;  // print(@m, top, div, "name")
         const double now = wall_seconds();
         if (!o_.heatmap_file.empty() && output::is_histogram(snap.kind)) {

@@ -181,15 +181,25 @@ int32_t Checker::declare_var(const std::string& name, const Type& t) {
   int32_t idx = static_cast<int32_t>(out_.var_types.size());
   // The final pass starts a string or tuple variable at the widest type the
   // first pass saw, so reads before a wider assignment use the final layout.
+  // An integer variable starts at the size it grew to in the first pass.
   Type widest;
-  if ((t.is_string() || t.is_tuple()) && static_cast<size_t>(idx) < first_pass_vars_.size() &&
-      unify(first_pass_vars_[idx], t, widest) && widest.kind == t.kind) {
+  const Type* first = static_cast<size_t>(idx) < first_pass_vars_.size() ? &first_pass_vars_[idx] : nullptr;
+  if (first && is_plain_int(t) && is_plain_int(*first) && first->size > t.size) {
+    out_.var_types.push_back(*first);
+  } else if (first && (t.is_string() || t.is_tuple()) && unify(*first, t, widest) && widest.kind == t.kind) {
     out_.var_types.push_back(widest);
   } else {
     out_.var_types.push_back(t);
   }
   scopes_.back()[name] = idx;
   return idx;
+}
+
+// A plain integer variable narrower than 64 bits (from a literal: $x = 1)
+// becomes 64 bits when `grow`, unless `let $x: T` declared its type.
+void Checker::widen_var(int32_t var, bool grow) {
+  Type& t = out_.var_types[var];
+  if (grow && is_plain_int(t) && t.size < 8 && !declared_vars_.count(var)) t = Type::integer(8, t.is_signed);
 }
 
 // A macro's own variables are named $$MACRO:N:VAR by the expansion (lang/macros.cpp).
@@ -364,6 +374,7 @@ void Checker::let(const Stmt& s) {
   }
   if (t.is_record() && !copyable_record(t, s.loc)) return;
   out_.var_of[s.target] = declare_var(target.name, t);
+  if (!s.type_name.empty()) declared_vars_.insert(out_.var_of[s.target]);
   set(s.target, out_.var_types[out_.var_of[s.target]]);
 }
 
@@ -451,8 +462,12 @@ void Checker::assign(const Stmt& s) {
         return;
       }
       // Strings, and tuples holding strings, widen to the longest value
-      // assigned (integers keep their first type).
-      if (out_.var_types[var].is_string() || out_.var_types[var].is_tuple()) out_.var_types[var] = u;
+      // assigned; a plain integer to 64 bits when it is given another size
+      // or stepped by `op=` (it must hold what its register holds, in a
+      // tuple too); other integers keep their first type.
+      Type& cur = out_.var_types[var];
+      if (cur.is_string() || cur.is_tuple()) cur = u;
+      else widen_var(var, s.op != Op::None || !is_plain_int(vt) || vt.size != cur.size);
     }
     out_.var_of[s.target] = var;
     set(s.target, out_.var_types[var]);
@@ -471,6 +486,8 @@ void Checker::assign(const Stmt& s) {
       m->value = vt.is_int() ? Type::integer(8, vt.is_signed || vt.kind == TypeKind::Bool) : vt;
       m->value.enum_id = vt.enum_id;
       if (vt.kind == TypeKind::Bool || vt.is_pointer) m->value = vt;  // a pointer keeps what it points to
+    } else if (m->value.is_pointer && !vt.is_pointer && (s.op == Op::Add || s.op == Op::Sub)) {
+      // @p += n steps a pointer by n elements and keeps it a pointer.
     } else {
       Type u;
       if (!unify(m->value, vt, u)) {
@@ -835,6 +852,44 @@ Type Checker::binary(ExprId id) {
   }
 }
 
+// (int8[8])x, (uint8[])"str", (bool[2])(uint16)1: the bytes of an integer
+// (in native order), a string or an array as an array of integers or bools
+// (0.26). Without a count, the array takes all the bytes.
+Type Checker::array_cast(const Expr& e, const Type& from) {
+  const std::string_view name = e.name;
+  const size_t open = name.rfind('[');
+  std::string_view elem_name = name.substr(0, open), count_text = name.substr(open + 1, name.size() - open - 2);
+  while (elem_name.ends_with(' ')) elem_name.remove_suffix(1);
+  const auto elem = int_type(elem_name);
+  if (!elem) {
+    error(e.loc, fmt::format("Cannot cast to \"{}\": only arrays of integers or bools are supported", e.name));
+    return Type::none();
+  }
+  uint32_t bytes = 0;  // what the value holds
+  if (from.is_int()) bytes = from.is_pointer ? 8 : from.size;
+  else if (from.is_string()) bytes = from.size;
+  else if (from.kind == TypeKind::Array) bytes = from.size * from.elems[0].size;
+  if (!bytes) {
+    if (from.kind != TypeKind::None) error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", from.name(), e.name));
+    return Type::none();
+  }
+  uint32_t count = bytes / elem->size;
+  if (!count_text.empty()) {
+    auto [p, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    (void)p;
+    if (ec != std::errc()) count = 0;
+  }
+  const uint32_t size = count * elem->size;
+  // An integer fills up to 8 bytes (a literal is as wide as needed); a string
+  // or an array gives its first bytes.
+  const bool fits = from.is_int() ? size <= 8 && (size >= bytes || from.size == 8) : size <= bytes;
+  if (count == 0 || !fits) {
+    error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\": {} bytes to {}", from.name(), e.name, bytes, size));
+    return Type::none();
+  }
+  return Type::array(*elem, count);
+}
+
 bool Checker::is_literal(ExprId id) const {
   const Expr& e = ast_.expr(id);
   return e.kind == ExprKind::Integer;
@@ -892,11 +947,19 @@ Type Checker::identifier(ExprId id) {
   return f->check(*this, id, e);
 }
 
+// An integer literal's type (0.26): the smallest signed type that holds it
+// (1 is an int8, 1000 an int16), uint64 beyond int64.
+static Type literal_type(uint64_t v) {
+  if (v > static_cast<uint64_t>(INT64_MAX)) return Type::integer(8, false);
+  return Type::integer(v <= INT8_MAX ? 1 : v <= INT16_MAX ? 2 : v <= INT32_MAX ? 4 : 8, true);
+}
+
 Type Checker::expr(ExprId id) {
   const Expr& e = ast_.expr(id);
   switch (e.kind) {
     case ExprKind::Integer:
-      return set(id, e.ival > static_cast<uint64_t>(INT64_MAX) ? Type::integer(8, false) : Type::integer(8, true));
+      if (!e.name.empty()) return set(id, Type::boolean());  // true, false
+      return set(id, literal_type(e.ival));
     case ExprKind::Float:
       error(e.loc, std::string(kFloatMessage));
       return set(id, Type::none());
@@ -969,6 +1032,9 @@ Type Checker::expr(ExprId id) {
         case Op::Neg:
         case Op::BNot:
           if (!t.is_int()) break;
+          // -1 is an int8 as 1 is (0.26).
+          if (e.op == Op::Neg && ast_.expr(e.args[0]).kind == ExprKind::Integer && t.kind == TypeKind::Int)
+            return set(id, Type::integer(t.size, true));
           return set(id, Type::integer(8, e.op == Op::Neg ? true : t.is_signed));
         case Op::LNot:
           if (!t.is_int()) break;
@@ -1047,6 +1113,14 @@ Type Checker::expr(ExprId id) {
         }
         return set(id, Type::integer(1, true));
       }
+      if (bt.kind == TypeKind::Array) {
+        const Expr& index = ast_.expr(e.args[1]);
+        if (index.kind != ExprKind::Integer || index.ival >= bt.size) {
+          error(index.loc, fmt::format("an array index must be a constant below {}", bt.size));
+          return set(id, Type::none());
+        }
+        return set(id, bt.elems[0]);
+      }
       if (bt.is_tuple()) {
         const Expr& index = ast_.expr(e.args[1]);
         if (index.kind != ExprKind::Integer || index.ival >= bt.elems.size()) {
@@ -1073,6 +1147,7 @@ Type Checker::expr(ExprId id) {
     }
     case ExprKind::Cast: {
       Type t = expr(e.args[0]);
+      if (e.name.ends_with("]")) return set(id, array_cast(e, t));
       auto to = type_of_name(e.name, e.loc);
       if (!to) return set(id, Type::none());
       if (to->is_record()) {
@@ -1108,13 +1183,7 @@ Type Checker::expr(ExprId id) {
           error(ast_.expr(a).loc, "tuple element has no value");
           return set(id, Type::none());
         }
-        if (t.is_int() && t.kind != TypeKind::Bool) {
-          // Widened to 8 bytes; an enum value keeps printing by name.
-          uint32_t enum_id = t.enum_id;
-          t = Type::integer(8, t.is_signed);
-          t.enum_id = enum_id;
-        }
-        elems.push_back(std::move(t));
+        elems.push_back(t);  // integers keep their size (and an enum its names): a tuple is a C struct
       }
       return set(id, Type::tuple(std::move(elems), e.field_names));
     }
@@ -1130,6 +1199,7 @@ Type Checker::expr(ExprId id) {
           error(e.loc, "++ and -- need an integer variable");
           return set(id, Type::none());
         }
+        widen_var(var, true);
         out_.var_of[e.args[0]] = var;
         set(e.args[0], out_.var_types[var]);
         return set(id, out_.var_types[var]);
@@ -1151,7 +1221,7 @@ Type Checker::expr(ExprId id) {
     case ExprKind::Sizeof: {
       if (!e.type_arg) {
         Type t = expr(e.args[0]);
-        uint32_t size = t.is_string() ? t.size : t.kind == TypeKind::Int ? t.size : t.is_tuple() ? t.size : 8;
+        uint32_t size = t.field_size();
         if (t.is_record()) size = out_.btf->size_of(t.btf_id).value_or(0);
         out_.const_of[id] = size;
         return set(id, Type::integer(8, false));
@@ -1438,6 +1508,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     out.in_list_of.clear();
     std::vector<Type> first_pass_vars = final ? std::move(out.var_types) : std::vector<Type>{};
     out.var_types.clear();
+    out.addressed_vars.clear();
     out.actions.clear();
     lang::Diagnostics scratch;
     out.strftime_formats.clear();

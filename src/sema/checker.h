@@ -41,6 +41,9 @@ Type field_type(const bpf::TracepointField& f, std::string_view category, uint32
 // and signal names).
 std::optional<int64_t> known_constant(std::string_view name);
 
+// An integer that is only a number: not a pointer, bool or enum value.
+inline bool is_plain_int(const Type& t) { return t.kind == TypeKind::Int && !t.is_pointer && !t.enum_id; }
+
 class Checker {
  public:
   Checker(const lang::Program& ast, TypedProgram& out, lang::Diagnostics& diags, bool final,
@@ -73,6 +76,7 @@ class Checker {
   int32_t find_var(const std::string& name);
 
   int32_t declare_var(const std::string& name, const Type& t);
+  void widen_var(int32_t var, bool grow);
 
   bool in_loop() const { return loop_depth_ > 0; }
 
@@ -155,6 +159,7 @@ class Checker {
   Type binary(ExprId id);
 
   bool is_literal(ExprId id) const;
+  Type array_cast(const Expr& e, const Type& from);
 
   static const char* op_text(Op op);
 
@@ -177,6 +182,7 @@ class Checker {
   uint32_t probe_index_ = 0;
   int loop_depth_ = 0;
   std::vector<std::map<std::string, int32_t>> scopes_;
+  std::set<int32_t> declared_vars_;  // variables of `let $x: T`, whose integer type stays T
   std::optional<std::set<std::string>> pruned_;  // pruned_map(): the maps of removed branches
   const builtins::Function* (*find_function_)(std::string_view);
 };

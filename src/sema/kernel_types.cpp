@@ -229,10 +229,15 @@ Type Checker::element_of(const Type& p, lang::Loc loc) {
   return t;
 }
 
-// `&s->f`: the address of a struct member, without reading it.
+// `&s->f`: the address of a struct member, without reading it. `&$x`: the
+// address of a variable's copy in scratch memory (0.26).
 Type Checker::address_of(const Expr& e) {
   const Expr& target = ast_.expr(e.args[0]);
   const Type& t = out_.expr_types[e.args[0]];
+  if (target.kind == ExprKind::Variable && out_.var_of[e.args[0]] >= 0 && t.kind != TypeKind::None) {
+    out_.addressed_vars.insert(out_.var_of[e.args[0]]);
+    return Type::pointer(t, AddrSpace::Kernel);
+  }
   bool member = false;
   const builtins::Function* base_fn = target.kind == ExprKind::Field ? out_.function_of[target.args[0]] : nullptr;
   if (target.kind == ExprKind::Field && !(base_fn && base_fn->fields)) {
@@ -241,7 +246,8 @@ Type Checker::address_of(const Expr& e) {
   }
   if (!member || t.kind == TypeKind::None) {
     if (t.kind != TypeKind::None)
-      error(e.loc, "& takes the address of a kernel struct member only, as in &$sk->sk_receive_queue");
+      error(e.loc, "& takes the address of a variable or a kernel struct member only, as in &$x or "
+                   "&$sk->sk_receive_queue");
     return Type::none();
   }
   if (out_.field_of[e.args[0]].bits) {

@@ -182,6 +182,7 @@ struct TypedProgram {
   std::vector<Type> expr_types;   // by ExprId
   std::vector<int32_t> var_of;    // by ExprId: scratch-variable index for Variable exprs, else -1
   std::vector<Type> var_types;    // by variable index
+  std::set<int32_t> addressed_vars;  // variables whose address `&$x` takes: integers are mirrored in scratch
   std::vector<int32_t> map_of;    // by ExprId: index into maps for Map exprs, else -1
   std::vector<int32_t> action_of; // by ExprId: index into actions for calls that send records
   // by ExprId: calls and builtin variables (Identifier exprs), their entry
@@ -270,7 +271,8 @@ const char* probe_kind_name(ProbeKind k);
 std::optional<ProbeKind> probe_kind_from_name(std::string_view provider);
 
 // Whether the program prints a value of a kernel enum (by its name, which
-// the runtime finds in the BTF): the BTF must then outlive compilation.
+// the runtime finds in the BTF) or a struct (print($s), laid out by the
+// BTF): the BTF must then outlive compilation.
 bool prints_enums(const TypedProgram& program);
 
 // -l [PATTERN]: the probes matching PATTERN, one per line ("" lists the

@@ -2,14 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sema/sema.h"
 
 namespace bpfscope::sema {
 
 namespace {
 
+// An enum value (printed by name) or a struct (printed field by field):
+// user space reads the BTF to print it.
 bool has_enum(const Type& t) {
-  if (t.enum_id) return true;
+  if (t.enum_id || t.kind == TypeKind::Record) return true;
   for (const auto& e : t.elems)
     if (!t.is_pointer && has_enum(e)) return true;
   return false;
@@ -30,14 +34,54 @@ Type Type::tuple(std::vector<Type> elems, std::vector<std::string> names) {
   Type t;
   t.kind = TypeKind::Tuple;
   t.names = std::move(names);
-  uint32_t off = 0;
+  uint32_t off = 0, align = 1;
   for (const auto& e : elems) {
+    const uint32_t a = e.field_align();
+    off = (off + a - 1) / a * a;
     t.offsets.push_back(off);
-    off += e.mem_size();
+    off += e.field_size();
+    align = std::max(align, a);
   }
-  t.size = off;
+  t.size = (off + align - 1) / align * align;
   t.elems = std::move(elems);
   return t;
+}
+
+uint32_t Type::field_size() const {
+  switch (kind) {
+    case TypeKind::Int: return is_pointer ? 8 : size;
+    case TypeKind::Bool: return 1;
+    case TypeKind::String:
+    case TypeKind::Tuple:
+    case TypeKind::Record: return size;
+    case TypeKind::Array: return size * elems[0].size;
+    default: return mem_size();
+  }
+}
+
+uint32_t Type::field_align() const {
+  switch (kind) {
+    case TypeKind::Int:
+    case TypeKind::Bool: return field_size();
+    case TypeKind::String: return 1;
+    case TypeKind::Array: return std::max<uint32_t>(elems[0].size, 1);
+    case TypeKind::Tuple: {
+      uint32_t a = 1;
+      for (const auto& e : elems) a = std::max(a, e.field_align());
+      return a;
+    }
+    default: return 8;  // records (their BTF alignment is not kept), and bpfscope's 8-byte words
+  }
+}
+
+bool Type::has_holes() const {
+  if (kind != TypeKind::Tuple) return false;
+  uint32_t used = 0;
+  for (const auto& e : elems) {
+    if (e.has_holes()) return true;
+    used += e.field_size();
+  }
+  return used != mem_size();
 }
 
 uint32_t Type::mem_size() const {
@@ -46,7 +90,7 @@ uint32_t Type::mem_size() const {
     case TypeKind::Int:
     case TypeKind::Bool: return 8;
     case TypeKind::String: return align8(size);
-    case TypeKind::Tuple: return size;
+    case TypeKind::Tuple: return align8(size);
     case TypeKind::Record: return align8(size);  // a struct copied into a variable
     case TypeKind::Inet: return 24;
     case TypeKind::Stack:
@@ -138,6 +182,11 @@ bool unify(const Type& a, const Type& b, Type& out) {
       return true;
     }
     if (a.kind == TypeKind::Bool && b.kind == TypeKind::Bool) {
+      out = a;
+      return true;
+    }
+    // One integer type stays itself (a tuple of int8 keeps its layout).
+    if (a == b && !a.is_pointer && !b.is_pointer && a.enum_id == b.enum_id) {
       out = a;
       return true;
     }

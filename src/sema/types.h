@@ -1,10 +1,13 @@
 // Types of expressions, map keys and values, and their memory layout.
 //
-// Layout rule: every integer occupies 8 bytes in memory (map keys, map
-// values, event records), sign- or zero-extended; registers always hold the
-// 64-bit extended value. Strings occupy their declared size N (NUL included)
-// rounded up to 8. This keeps keys free of interior padding, so zeroing a key
-// is only ever needed for string tails.
+// Layout rule: an integer on its own occupies 8 bytes in memory (map keys,
+// map values, event records, variables), sign- or zero-extended; registers
+// always hold the 64-bit extended value. Strings on their own occupy their
+// declared size N (NUL included) rounded up to 8. Tuples and records are C
+// structs, as in bpftrace: each field at its natural alignment with its own
+// size (int8 1 byte, string[N] N bytes), the size padded to the largest
+// alignment; a tuple on its own occupies that size rounded up to 8. A tuple
+// with holes is zeroed before its fields are written, so keys hash alike.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +20,10 @@ namespace bpfscope::sema {
 
 enum class TypeKind {
   None,    // no value (statements, void calls)
-  Int,     // size 1/2/4/8 and signedness as declared; 8 bytes in memory
-  Bool,    // comparisons and logical operators; 8 bytes in memory
+  Int,     // size 1/2/4/8 and signedness as declared; 8 bytes in memory (size bytes in a tuple)
+  Bool,    // comparisons, logical operators, true/false; 8 bytes in memory (1 in a tuple)
   String,  // fixed capacity `size` bytes including the NUL
-  Tuple,   // elems, each at offsets[i]; a record (a=1, b="x") when `names` is set
+  Tuple,   // elems, each at offsets[i] (C layout); a record (a=1, b="x") when `names` is set
   Record,  // a kernel struct or union (btf_id) at an address: a base for field access; a variable
            // holds a copy of its `size` bytes
   Inet,    // ntop(): u64 address family, then 16 address bytes; printed as text
@@ -163,13 +166,19 @@ struct Type {
 
   // Bytes this value occupies in memory (keys, values, events).
   uint32_t mem_size() const;
+  // Bytes and alignment of this value as a tuple field (C's sizeof and
+  // alignof; sizeof() reports field_size()).
+  uint32_t field_size() const;
+  uint32_t field_align() const;
+  // A tuple whose fields leave bytes of its mem_size() unwritten.
+  bool has_holes() const;
   std::string name() const;  // "uint32", "string[16]", "(int64, string[16])"
 };
 
 bool operator==(const Type& a, const Type& b);
 
-// A type both may be stored as (strings widen to the larger capacity, ints to
-// int64/uint64); false when they cannot share a slot. Records unify when they
+// A type both may be stored as (strings widen to the larger capacity, ints of
+// two types to int64/uint64); false when they cannot share a slot. Records unify when they
 // have the same field names in any order; the result keeps a's order.
 bool unify(const Type& a, const Type& b, Type& out);
 

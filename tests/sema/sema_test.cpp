@@ -109,7 +109,7 @@ TEST(Sema, MapTypes) {
       {"BEGIN { @x[pid] = nsecs; }", "@x[uint64]=uint64/plain"},
       {"BEGIN { @a = 1; @b[2] = \"s\"; }", "@a[]=int64/plain;@b[int64]=string[2]/plain"},
       {"BEGIN { @x = \"ab\"; @x = \"abcdef\"; }", "@x[]=string[7]/plain"},
-      {"BEGIN { @x = (1, \"a\"); }", "@x[]=(int64, string[2])/plain"},
+      {"BEGIN { @x = (1, \"a\"); }", "@x[]=(int8, string[2])/plain"},
   });
 }
 
@@ -132,9 +132,9 @@ TEST(Sema, ExprTypes) {
       {"BEGIN { @y = 1 < 2; }", "@y[]=bool/plain", "", {{"1 < 2", "bool"}}},
       {"BEGIN { @y = comm; }", "@y[]=string[16]/plain", "", {{"comm", "string[16]"}}},
       {"BEGIN { @y = pid; }", "@y[]=uint64/plain", "", {{"pid", "uint32"}}},
-      {"BEGIN { @y = (1, \"ab\").1; }", "@y[]=string[3]/plain", "", {{"(1, \"ab\")", "(int64, string[3])"}}},
+      {"BEGIN { @y = (1, \"ab\").1; }", "@y[]=string[3]/plain", "", {{"(1, \"ab\")", "(int8, string[3])"}}},
       {"BEGIN { @y = 1 ? \"a\" : \"bcd\"; }", "@y[]=string[4]/plain", "", {{"1 ? \"a\" : \"bcd\"", "string[4]"}}},
-      {"BEGIN { @y = (uint8)300; }", "@y[]=uint64/plain", "", {{"(uint8)300", "uint8"}, {"300", "int64"}}},
+      {"BEGIN { @y = (uint8)300; }", "@y[]=uint64/plain", "", {{"(uint8)300", "uint8"}, {"300", "int16"}}},
       {"tracepoint:syscalls:sys_enter_openat { @f[args.dfd] = args.flags; }", "@f[int64]=int64/plain", "1:1",
        {{"args.dfd", "int32"}}},
       {"tracepoint:syscalls:sys_enter_openat { @s = str(args.filename); }", "@s[]=string[1024]/plain", "1:1",
@@ -148,7 +148,7 @@ TEST(Sema, ExprTypes) {
       {"tracepoint:syscalls:sys_enter_execve { @s = str(args.argv[0]); }", "@s[]=string[1024]/plain", "1:1",
        {{"args.argv", "int8 **"}, {"args.argv[0]", "int8 *"}}},
       {"BEGIN { @c = comm[0]; @t = (1, 2)[1]; }", "@c[]=int64/plain;@t[]=int64/plain", "",
-       {{"comm[0]", "int8"}, {"(1, 2)[1]", "int64"}}},
+       {{"comm[0]", "int8"}, {"(1, 2)[1]", "int8"}}},
   });
 }
 
@@ -170,7 +170,7 @@ TEST(Sema, Errors) {
       {"BEGIN { @x = foo(1); }", "Unknown function: foo"},
       {"BEGIN { @x = *\"ab\"; }", "Can only dereference pointers, not string[3]"},
       {"BEGIN { $p = (void *)0; @x = *$p; }", "Can not dereference a pointer to an unknown type (void *)"},
-      {"BEGIN { @x = &pid; }", "& takes the address of a kernel struct member only"},
+      {"BEGIN { @x = &pid; }", "& takes the address of a variable or a kernel struct member only"},
       {"BEGIN { $i = 1; @x = comm[$i]; }", "a string index must be a constant below 16"},
       {"BEGIN { @x = (1, 2)[2]; }", "a tuple index must be a constant below 2"},
       {"BEGIN { @x = pid[1]; }", "The array index operator [] can not be used on expressions of type uint32"},
@@ -213,7 +213,7 @@ TEST(Sema, Errors) {
       {"BEGIN { @c = count(); @c = sum(1); }", "Type mismatch for @c"},
       {"BEGIN { @x = 1 } BEGIN { @x = \"a\" }", "Type mismatch for @x"},
       {"BEGIN { printf(1); }", "printf: the first argument must be a string literal"},
-      {"BEGIN { @x = \"a\" + 1; }", "The + operator can not be used on expressions of types string[2], int64"},
+      {"BEGIN { @x = \"a\" + 1; }", "The + operator can not be used on expressions of types string[2], int8"},
       {"BEGIN { exit(1, 2); }", "exit() requires 0 to 1 argument (2 provided)"},
       {"tracepoint:syscalls { }", "tracepoint probe must have 2 arguments"},
       {"BEGIN { $x++; }", "Undefined or undeclared variable: $x"},
@@ -336,7 +336,7 @@ TEST(Sema, DataFunctionErrors) {
       {"BEGIN { system(\"ls\"); }", "system() is an unsafe function being used in safe mode"},
       {"tracepoint:syscalls:sys_enter_getppid { signal(9); }", "signal() is an unsafe function being used in safe mode"},
       {"BEGIN { @s = 1; @n = len(@s); }", "call to len() expects a map with explicit keys (non-scalar map): @s has none"},
-      {"BEGIN { @n = len(1); }", "len() expects a map or a stack (int64 provided)"},
+      {"BEGIN { @n = len(1); }", "len() expects a map or a stack (int8 provided)"},
       {"BEGIN { @n = len(@nope); }", "Undefined map: @nope"},
   });
 }
@@ -356,15 +356,15 @@ TEST(Sema, StringAndNameFunctions) {
 
 TEST(Sema, StringAndNameFunctionErrors) {
   check_err({
-      {"BEGIN { @a = strcontains(\"abc\", 1); }", "strcontains() expects string arguments (int64 provided)"},
-      {"BEGIN { @a = strstr(1, \"a\"); }", "strstr() expects string arguments (int64 provided)"},
+      {"BEGIN { @a = strcontains(\"abc\", 1); }", "strcontains() expects string arguments (int8 provided)"},
+      {"BEGIN { @a = strstr(1, \"a\"); }", "strstr() expects string arguments (int8 provided)"},
       {"BEGIN { @a = strstr(\"a\"); }", "strstr() requires 2 arguments (1 provided)"},
       {"BEGIN { @e = strerror(\"x\"); }", "strerror() expects an integer (string[2] provided)"},
       {"BEGIN { @e = signal_name(comm); }", "signal_name() expects an integer (string[16] provided)"},
       {"BEGIN { @g = cgroup_path(1, \"unified\"); }", "cgroup_path(): a hierarchy filter is not supported"},
       {"BEGIN { @m = memcmp(\"ab\", \"abc\", 4); }", "memcmp(): the size (4) is larger than the arguments (3 bytes)"},
       {"BEGIN { $n = 1; @m = memcmp(\"ab\", \"ab\", $n); }", "memcmp(): the size must be a non-negative integer constant"},
-      {"BEGIN { @m = memcmp(1, \"ab\", 1); }", "memcmp() expects strings or byte arrays (int64 provided)"},
+      {"BEGIN { @m = memcmp(1, \"ab\", 1); }", "memcmp() expects strings or byte arrays (int8 provided)"},
       {"BEGIN { errorf(1); }", "errorf() expects a string literal (integer provided)"},
       {"BEGIN { warnf(\"%d %d\", 1); }", "warnf: Not enough arguments for format string (1 supplied, 2 expected)"},
       {"BEGIN { $x = \"n\"; @g = getopt($x); }", "getopt() expects a string literal name (string provided)"},
@@ -537,26 +537,26 @@ TEST(Sema, MapDeclarations) {
 
 TEST(Sema, TuplesAndRecords) {
   check_ok({
-      {"BEGIN { @r = (a=1, b=\"x\"); }", "@r[]=(a=int64, b=string[2])/plain", "", {{"(a=1, b=\"x\")", "(a=int64, b=string[2])"}}},
+      {"BEGIN { @r = (a=1, b=\"x\"); }", "@r[]=(a=int8, b=string[2])/plain", "", {{"(a=1, b=\"x\")", "(a=int8, b=string[2])"}}},
       // A record assigned with its fields in another order keeps the first order.
-      {"BEGIN { @r = (a=1, b=\"x\"); @r = (b=\"yyy\", a=2); }", "@r[]=(a=int64, b=string[4])/plain"},
-      {"BEGIN { $r = (a=1, b=(c=\"s\", d=2)); @x = $r.b.c; }", "@x[]=string[2]/plain", "", {{"$r.b", "(c=string[2], d=int64)"}}},
+      {"BEGIN { @r = (a=1, b=\"x\"); @r = (b=\"yyy\", a=2); }", "@r[]=(a=int8, b=string[4])/plain"},
+      {"BEGIN { $r = (a=1, b=(c=\"s\", d=2)); @x = $r.b.c; }", "@x[]=string[2]/plain", "", {{"$r.b", "(c=string[2], d=int8)"}}},
       {"BEGIN { @k[(a=1, b=2)] = 1; @k[(b=3, a=4)] = 2; }", "@k[(a=int64, b=int64)]=int64/plain"},
       {"BEGIN { @e = (1, \"a\") == (2, \"abc\"); @f = (a=1) != (a=2); }", "@e[]=bool/plain;@f[]=bool/plain"},
       // Tuple variables widen their strings to the longest value assigned,
       // also for reads before the wider assignment.
-      {"BEGIN { $t = (\"a\", 1); @x = $t; $t = (\"abcdef\", 2); }", "@x[]=(string[7], int64)/plain"},
-      {"BEGIN { @t[1, (2, \"a\")] = 1; @t[3, (4, \"bcd\")] = 2; }", "@t[(int64, (int64, string[4]))]=int64/plain"},
+      {"BEGIN { $t = (\"a\", 1); @x = $t; $t = (\"abcdef\", 2); }", "@x[]=(string[7], int8)/plain"},
+      {"BEGIN { @t[1, (2, \"a\")] = 1; @t[3, (4, \"bcd\")] = 2; }", "@t[(int64, (int8, string[4]))]=int64/plain"},
   });
   check_err({
-      {"BEGIN { $r = (a=1); @x = $r.c; }", "stdin:1:26-30: ERROR: Record has no field named 'c': (a=int64)"},
+      {"BEGIN { $r = (a=1); @x = $r.c; }", "stdin:1:26-30: ERROR: Record has no field named 'c': (a=int8)"},
       {"BEGIN { $r = (a=1); @x = $r.0; }", "Record has no field named '0'"},
       {"BEGIN { @x = (a=1) == (b=1); }",
-       "stdin:1:14-28: ERROR: Type mismatch for '==': comparing '(a=int64)' with '(b=int64)'"},
-      {"BEGIN { @x = (1, 2) == (1, \"a\"); }", "Type mismatch for '==': comparing '(int64, int64)' with '(int64, string[2])'"},
+       "stdin:1:14-28: ERROR: Type mismatch for '==': comparing '(a=int8)' with '(b=int8)'"},
+      {"BEGIN { @x = (1, 2) == (1, \"a\"); }", "Type mismatch for '==': comparing '(int8, int8)' with '(int8, string[2])'"},
       {"BEGIN { @x = (1, 2) == (1, 2, 3); }", "Type mismatch for '=='"},
       {"BEGIN { @x = (a=1) < (a=2); }", "Type mismatch for '<'"},
-      {"BEGIN { $x = (a=1); $x = (1,); }", "Type mismatch for $x: trying to assign value of type '(int64)'"},
+      {"BEGIN { $x = (a=1); $x = (1,); }", "Type mismatch for $x: trying to assign value of type '(int8)'"},
       {"BEGIN { @x = (a=1, b=2); @x = (a=1, c=2); }", "Type mismatch for @x"},
       {"BEGIN { @x[(a=1)] = 1; @x[(b=1)] = 1; }", "Argument mismatch for @x"},
       {"BEGIN { $t = (1, \"a\"); $t = (\"a\", 1); }", "Type mismatch for $t"},
