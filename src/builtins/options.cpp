@@ -61,11 +61,12 @@ constexpr Function kOptions[] = {
      .lower =
          [](Lowerer& l, ExprId, const Expr&, const Type& t) {
            VregId rec = l.scratch_ptr(l.alloc(t.mem_size()));
+           if (t.has_holes()) l.zero(rec, 0, t.mem_size());
            const std::vector<Setting> all = settings(l.p_.config);
            for (size_t i = 0; i < all.size(); ++i) {
              const Val v = all[i].type.is_string() ? l.string_literal(std::string(all[i].text))
                                                    : l.constant(all[i].number, all[i].type);
-             l.copy_to(rec, t.offsets[i], v, t.elems[i]);
+             l.copy_to(rec, t.offsets[i], v, t.elems[i], /*field=*/true);
            }
            return Val{.reg = rec, .type = t};
          },
