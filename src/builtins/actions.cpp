@@ -44,7 +44,79 @@ Val send_formatted(Lowerer& l, ExprId id, const Expr& e, const Type& t) {
   return Val{.type = t};
 }
 
+// debugf()'s format: the conversions the kernel's bpf_trace_vprintk takes
+// (%d %i %u %x %X %c %s %p, with l or ll; %%); its arguments, at most 12.
+constexpr size_t kDebugfArgs = 12;
+std::optional<std::string> debugf_format_error(std::string_view f, size_t& conversions) {
+  conversions = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') continue;
+    if (++i == f.size()) return "a format ends in '%'";
+    if (f[i] == '%') continue;
+    size_t longs = 0;
+    while (i < f.size() && f[i] == 'l' && longs < 2) ++i, ++longs;
+    if (i == f.size() || std::string_view("diuxXcsp").find(f[i]) == std::string_view::npos)
+      return fmt::format(
+          "'%{}' is not a conversion the kernel's trace_printk takes (%d %i %u %x %X %c %s %p, with l "
+          "or ll)",
+          i < f.size() ? f.substr(i - longs, longs + 1) : f.substr(i - longs));
+    ++conversions;
+  }
+  return std::nullopt;
+}
+
 constexpr Function kActions[] = {
+    // debugf(fmt, args...): a line in the kernel's trace buffer
+    // (bpf_trace_vprintk; tracefs's trace and trace_pipe show it), for
+    // debugging a program without the ring buffer.
+    {.name = "debugf",
+     .min_args = 1,
+     .max_args = kDebugfArgs + 1,
+     .check =
+         [](Checker& c, ExprId, const Expr& e) {
+           const Expr& f = c.ast_.expr(e.args[0]);
+           if (f.kind != ExprKind::String) {
+             c.error(f.loc, "debugf() expects a string literal format");
+             return Type::none();
+           }
+           c.expr(e.args[0]);
+           size_t conversions = 0;
+           if (auto why = debugf_format_error(f.sval, conversions)) {
+             c.error(f.loc, "debugf(): " + *why);
+             return Type::none();
+           }
+           if (conversions != e.args.size() - 1) {
+             c.error(e.loc, fmt::format("debugf(): the format has {} conversions and {} arguments follow it",
+                                        conversions, e.args.size() - 1));
+             return Type::none();
+           }
+           for (size_t i = 1; i < e.args.size(); ++i) {
+             Type t = c.expr(e.args[i]);
+             if (!t.is_int() && !t.is_string()) {
+               c.error(c.ast_.expr(e.args[i]).loc,
+                       fmt::format("debugf() prints integers and strings ({} provided)", t.name()));
+               return Type::none();
+             }
+           }
+           return Type::none();
+         },
+     .lower =
+         [](Lowerer& l, ExprId, const Expr& e, const Type& t) {
+           // The format and the arguments' array (an integer, or a string's
+           // address) in scratch memory.
+           const std::string& text = l.ast_.expr(e.args[0]).sval;
+           Val fmt = l.addressable(l.string_literal(text));
+           const uint32_t n = static_cast<uint32_t>(e.args.size() - 1);
+           VregId data = n ? l.scratch_ptr(l.alloc(n * 8)) : kNoVreg;
+           for (uint32_t i = 0; i < n; ++i) {
+             Val v = l.expr(e.args[i + 1]);
+             VregId word = v.type.is_string() ? l.addressable(v).reg : l.materialize_int(v);
+             l.b_.store(8, data, static_cast<int32_t>(i * 8), word);
+           }
+           l.b_.call(BPF_FUNC_trace_vprintk, {fmt.reg, l.b_.imm(static_cast<int64_t>(text.size() + 1)),
+                                              n ? data : l.b_.imm(0), l.b_.imm(n * 8)});
+           return Val{.type = t};
+         }},
     {.name = "printf",
      .min_args = 1,
      .max_args = 64,
