@@ -90,13 +90,62 @@ constexpr Function kProcess[] = {
            return l.int_val(l.b_.alu_imm(AluOp::Rsh, l.b_.call(BPF_FUNC_get_current_uid_gid, {}), 32), t);
          },
      .variable = true},
-    // comm: the task's name, 16 bytes that bpf_get_current_comm writes.
+    // comm, comm(pid): the current task's name, 16 bytes that
+    // bpf_get_current_comm writes; or the name of the process with that pid
+    // (bpf_task_from_pid, a kfunc of tracing programs), "N/A" when there is
+    // none.
     {.name = "comm",
-     .check = [](Checker&, ExprId, const Expr&) { return Type::string(16); },
+     .max_args = 1,
+     .check =
+         [](Checker& c, ExprId, const Expr& e) {
+           if (e.args.empty()) return Type::string(16);
+           Type t = c.expr(e.args[0]);
+           if (!t.is_int()) {
+             c.error(c.ast_.expr(e.args[0]).loc, fmt::format("comm() expects a pid ({} provided)", t.name()));
+             return Type::none();
+           }
+           for (const auto& p : *c.points_) {
+             const bool tracing =
+                 p.kind == ProbeKind::Iter || p.mechanism == ProbeKind::Fentry || p.mechanism == ProbeKind::Fexit ||
+                 (p.kind == ProbeKind::RawTracepoint &&
+                  std::all_of(p.targets.begin(), p.targets.end(), [](const auto& t) { return t.btf_id; }));
+             if (!tracing) {
+               c.error(e.loc,
+                       fmt::format("comm(pid) is not supported in {} probes: the kernel lets only tracing programs "
+                                   "(iter, rawtracepoint, fentry) look a task up by pid",
+                                   c.probe_type_name(p.kind)));
+               return Type::none();
+             }
+           }
+           if (!c.out_.btf->find_func("bpf_task_from_pid")) {
+             c.error(e.loc, "comm(pid) needs the bpf_task_from_pid kfunc, which this kernel's BTF lacks");
+             return Type::none();
+           }
+           return Type::string(16);
+         },
      .lower =
-         [](Lowerer& l, ExprId, const Expr&, const Type& t) {
+         [](Lowerer& l, ExprId, const Expr& e, const Type& t) {
            VregId p = l.scratch_ptr(l.alloc(16));
-           l.b_.call(BPF_FUNC_get_current_comm, {p, l.b_.imm(16)});
+           if (e.args.empty()) {
+             l.b_.call(BPF_FUNC_get_current_comm, {p, l.b_.imm(16)});
+             return Val{.reg = p, .type = t};
+           }
+           const auto& btf = *l.p_.btf;
+           const auto task_struct = btf.find_struct("task_struct");
+           const auto comm = task_struct ? btf.find_member(*task_struct, "comm") : std::nullopt;
+           VregId pid = l.materialize_int(l.expr(e.args[0]));
+           VregId task = l.b_.call_kfunc(btf.find_func("bpf_task_from_pid").value_or(0), {pid});
+           BlockId found = l.b_.new_block(), missing = l.b_.new_block(), done = l.b_.new_block();
+           l.b_.branch_imm(ir::Cond::Eq, task, 0, missing, found);
+           l.b_.set_block(found);
+           VregId name = l.b_.alu_imm(AluOp::Add, task, static_cast<int32_t>(comm ? comm->bit_offset / 8 : 0));
+           l.b_.call(BPF_FUNC_probe_read_kernel, {p, l.b_.imm(16), name});
+           l.b_.call_kfunc(btf.find_func("bpf_task_release").value_or(0), {task});
+           l.b_.jump(done);
+           l.b_.set_block(missing);
+           l.b_.store_imm(4, p, 0, 0x412f4e);  // "N/A"
+           l.b_.jump(done);
+           l.b_.set_block(done);
            return Val{.reg = p, .type = t};
          },
      .store =
