@@ -70,13 +70,16 @@ const Function* find(std::string_view name);
 int arg_index(std::string_view name);
 
 // The groups (one file each), for find().
-std::span<const Function> actions();  // printf, print, exit, clear, time, join...
+std::span<const Function> process();  // pid, tid, uid, gid, username, comm, ppid, pcomm, curtask, cgroup, cpid
+std::span<const Function> clocks();   // nsecs, elapsed, jiffies
+std::span<const Function> context();  // probe, probetype, func, args, argN, retval, ctx, usermode, cpu, ncpus...
+std::span<const Function> actions();  // printf, print, exit, clear, time, join, debugf...
 std::span<const Function> maps();     // delete, has_key, len, the aggregations
 std::span<const Function> strings();  // str, strlen, strcat, strstr, buf, memcmp...
 std::span<const Function> net();      // ntop, pton, macaddr, bswap
 std::span<const Function> symbols();  // ksym, usym, kstack, ustack, kaddr, uaddr, reg...
 std::span<const Function> names();    // strerror, syscall_name, signal_name, cgroup_path, strftime
 std::span<const Function> kernel();   // signal, cgroupid, under_cgroup, path, override
-std::span<const Function> options();  // getopt, in_list
+std::span<const Function> options();  // getopt, in_list, config
 
 }  // namespace bpfscope::builtins
