@@ -668,7 +668,13 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::Float: std::unreachable();  // sema accepts it only as a printf divisor, which user space applies
     case ExprKind::String: return string_literal(e.sval);
     case ExprKind::Identifier:
-      // An enum or a named constant, else a builtin variable (pid is pid()).
+      // A #define's string, an enum or a named constant, else a builtin
+      // variable (pid is pid()).
+      if (p_.const_of[id] && t.is_string()) {
+        Val s = string_literal(p_.const_strings[static_cast<size_t>(*p_.const_of[id])]);
+        s.type = t;
+        return s;
+      }
       if (p_.const_of[id]) return constant(*p_.const_of[id], t);
       return call(id, e, t);
     case ExprKind::Positional:

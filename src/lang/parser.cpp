@@ -23,10 +23,12 @@ constexpr size_t kMaxErrors = 100;
 
 // A parenthesised builtin is never a cast: `(pid)*tid` is a multiplication
 // (REFERENCE 1.5). arg0..arg9 and sarg0..sarg9 are checked in is_builtin().
-constexpr std::array<std::string_view, 29> kBuiltins = {
-    "pid",  "tid",     "uid",    "gid",     "comm",    "nsecs",    "elapsed", "cpu",   "probe",  "probetype",
-    "args", "retval",  "func",   "curtask", "cgroup",  "ppid",     "pcomm",   "rand",  "cpid",   "has_cpid",
-    "username", "jiffies", "ncpus", "numaid", "kstack", "ustack", "ctx",     "true",  "false",
+// The parser runs before src/builtins (the builtins' entries) can be seen,
+// so the variables' names are listed here too.
+constexpr std::array<std::string_view, 30> kBuiltins = {
+    "pid",      "tid",     "uid",   "gid",    "comm",   "nsecs",  "elapsed", "cpu",  "probe",    "probetype",
+    "args",     "retval",  "func",  "curtask", "cgroup", "ppid",   "pcomm",   "rand", "cpid",     "has_cpid",
+    "username", "jiffies", "ncpus", "numaid", "kstack", "ustack", "ctx",     "true", "false",    "usermode",
 };
 
 constexpr std::array<std::string_view, 10> kScalarTypes = {

@@ -584,6 +584,8 @@ std::optional<int64_t> Checker::constant(ExprId id) {
     if (v) return -*v;
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
+  // A #define, an enum or a named constant.
+  if (e.kind == ExprKind::Identifier && out_.type_of(id).is_int()) return out_.const_of[id];
   // An integer option: kstack(bcc, getopt("perf-max-stack-depth", 127)).
   if (e.kind == ExprKind::Call && out_.function_of[id] && out_.function_of[id]->known && out_.type_of(id).is_int())
     return out_.const_of[id];
@@ -923,6 +925,23 @@ const char* Checker::op_text(Op op) {
 // an Identifier, or a Call that spells a builtin as a function (pid()).
 Type Checker::identifier(ExprId id) {
   const Expr& e = ast_.expr(id);
+  // A #define of the script: an integer or a string (the last one wins).
+  for (auto d = ast_.defines.rbegin(); d != ast_.defines.rend(); ++d) {
+    if (d->name != e.name) continue;
+    if (auto v = parse_int_param(d->value)) {
+      out_.const_of[id] = *v;
+      return Type::integer(8, true);
+    }
+    const std::string& v = d->value;
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"' && v.find('"', 1) == v.size() - 1 &&
+        v.find('\\') == std::string::npos) {
+      out_.const_of[id] = static_cast<int64_t>(out_.const_strings.size());
+      out_.const_strings.push_back(v.substr(1, v.size() - 2));
+      return Type::string(static_cast<uint32_t>(v.size() - 1));
+    }
+    error(e.loc, fmt::format("#define {} {}: only integer and plain string values are substituted here", d->name, v));
+    return Type::none();
+  }
   const builtins::Function* f = find_function_(e.name);
   if (!f || !f->variable) {
     // A constant the book's scripts use that BTF lacks (AF_INET), or
