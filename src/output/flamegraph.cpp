@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "output/output.h"
+#include "output/rounding.h"
 #include "output/xml.h"
 
 namespace bpfscope::output {
@@ -63,7 +64,7 @@ size_t char_count(std::string_view s) {
 // and "..", or nothing when fewer than 3 characters fit. The script does
 // the same on zoom.
 std::string label_for(std::string_view name, double width_px) {
-  const double fit = std::floor((width_px - 6) / kCharWidth);
+  const double fit = floor_down((width_px - 6) / kCharWidth);
   if (fit < 3) return "";
   const auto n = static_cast<size_t>(fit);
   if (char_count(name) <= n) return std::string(name);
@@ -429,10 +430,10 @@ FlameGraph flamegraph_svg(const StackSet& set, const FlameGraphOptions& o) {
   out.total = t.nodes[0].total;
   const int width = std::max(o.width, 2 * kPad + 100);
   const int64_t plot_c = static_cast<int64_t>(width - 2 * kPad) * 100;
-  const auto min_c = static_cast<int64_t>(std::ceil(o.min_width * 100));
+  const auto min_c = static_cast<int64_t>(ceil_up(o.min_width * 100));
   const double total = static_cast<double>(std::max<int64_t>(out.total, 1));
   auto at_c = [&](int64_t sample) {
-    return kPad * 100 + static_cast<int64_t>(std::llround(static_cast<double>(sample) / total * static_cast<double>(plot_c)));
+    return kPad * 100 + round_to_int64(static_cast<double>(sample) / total * static_cast<double>(plot_c));
   };
 
   // Which frames are drawn: wide enough, under a drawn parent.

@@ -11,6 +11,7 @@
 
 #include "output/histogram.h"
 #include "output/output.h"
+#include "output/rounding.h"
 #include "output/xml.h"
 
 namespace bpfscope::output {
@@ -31,13 +32,16 @@ Rgb ramp(uint64_t count, uint64_t max) {
   const double pos = t * (std::size(kRamp) - 1);
   const size_t i = std::min(static_cast<size_t>(pos), std::size(kRamp) - 2);
   const double f = pos - static_cast<double>(i);
-  auto mix = [&](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+  auto mix = [&](int a, int b) { return static_cast<int>(round_to_int64(a + (b - a) * f)); };
   return Rgb{mix(kRamp[i].r, kRamp[i + 1].r), mix(kRamp[i].g, kRamp[i + 1].g), mix(kRamp[i].b, kRamp[i + 1].b)};
 }
 
-// The nearest colour of xterm's 6x6x6 cube (indexes 16-231).
+// The nearest colour of xterm's 6x6x6 cube (indexes 16-231). A channel's
+// level is v * 5 / 255 = v / 51 rounded, in integers: floor((2v + 51) / 102)
+// rounds halves up, and v / 51 is never a half (that needs 2v = 102k + 51,
+// which is odd).
 int xterm_colour(Rgb c) {
-  auto level = [](int v) { return static_cast<int>(std::lround(v * 5 / 255.0)); };
+  auto level = [](int v) { return (2 * v + 51) / 102; };
   return 16 + 36 * level(c.r) + 6 * level(c.g) + level(c.b);
 }
 
@@ -66,14 +70,15 @@ uint64_t count_at(const HeatSeries& s, size_t col, size_t row) {
 // "1h", "2h5m".
 std::string elapsed_text(double secs) {
   if (secs < 0) secs = 0;
-  if (secs >= 60 && std::fabs(secs - std::round(secs)) < 0.05) {
-    const auto s = static_cast<long long>(std::llround(secs));
+  const double whole = round_half_away(secs);
+  if (secs >= 60 && std::fabs(secs - whole) < 0.05) {
+    const auto s = static_cast<long long>(round_to_int64(secs));
     std::string out = s >= 3600 ? fmt::format("{}h", s / 3600) : "";
     if (s % 3600 >= 60) out += fmt::format("{}m", s % 3600 / 60);
     if (s % 60) out += fmt::format("{}s", s % 60);
     return out;
   }
-  if (std::fabs(secs - std::round(secs)) < 0.05) return fmt::format("{}s", std::llround(secs));
+  if (std::fabs(secs - whole) < 0.05) return fmt::format("{}s", round_to_int64(secs));
   return fmt::format("{:.1f}s", secs);
 }
 
@@ -157,7 +162,7 @@ std::vector<std::pair<double, double>> time_ticks(const std::vector<double>& tim
       step = st;
       break;
     }
-  if (step == 0) step = 86400 * std::ceil(60 * secs_per_px / 86400);
+  if (step == 0) step = 86400 * ceil_up(60 * secs_per_px / 86400);
   size_t c = 0;
   for (int k = 0;; ++k) {
     const double t = k * step;
@@ -345,7 +350,7 @@ std::string heatmap_svg(const std::vector<HeatSeries>& series, const HeatMapOpti
                         kPad, y + 14);
     y += 40;
   }
-  const int height = static_cast<int>(std::ceil(y));
+  const int height = static_cast<int>(ceil_up(y));
 
   std::string out;
   out.reserve(body.size() + 2048);

@@ -7,6 +7,7 @@
 
 #include "output/histogram.h"
 #include "output/output.h"
+#include "output/rounding.h"
 
 namespace bpfscope::output {
 
@@ -76,7 +77,7 @@ std::string percentiles_json(const std::vector<double>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i)
     out += fmt::format("{}\"p{}\": {}", i ? ", " : "", number(percentile_levels()[i]),
-                       json_value(Value::of_float(std::round(values[i] * 1000) / 1000)));
+                       json_value(Value::of_float(round_half_away(values[i] * 1000) / 1000)));
   return out + "}";
 }
 
