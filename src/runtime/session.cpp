@@ -674,6 +674,25 @@ class Session {
     uint64_t run = 0;
     if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &run, BPF_ANY) != 0)
       fmt::print(stderr, "ERROR: starting the probes: {}\n", strerror(errno));
+    arm_timers();
+  }
+
+  // The interval probes' timers: each runs its program one period from now,
+  // then every period.
+  void arm_timers() {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    for (auto& t : timers_) {
+      t.due = now_ns + t.period;
+      itimerspec spec{};
+      spec.it_value = {.tv_sec = static_cast<time_t>(t.due / 1000000000ull),
+                       .tv_nsec = static_cast<long>(t.due % 1000000000ull)};
+      spec.it_interval = {.tv_sec = static_cast<time_t>(t.period / 1000000000ull),
+                          .tv_nsec = static_cast<long>(t.period % 1000000000ull)};
+      if (timerfd_settime(t.timer.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+        fmt::print(stderr, "ERROR: interval timer: {}\n", strerror(errno));
+    }
   }
 
   // Runs the BEGIN probes, then starts the others. The last BEGIN's
@@ -787,20 +806,13 @@ class Session {
         // A timer in bpfscope runs the program (BPF_PROG_TEST_RUN): a
         // perf cpu-clock tick is lost, unreported, whenever the kernel
         // does not run the program then (docs/accuracy.md); these are not.
+        // The timer is armed when the probes start, after BEGIN: the first
+        // run comes one period after BEGIN, as in bpftrace.
         const uint64_t ns = t.freq ? std::max<uint64_t>(1, 1000000000ull / t.period) : t.period;
         bpf::Fd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-        itimerspec spec{};
-        clock_gettime(CLOCK_MONOTONIC, &spec.it_value);
-        const uint64_t first = static_cast<uint64_t>(spec.it_value.tv_sec) * 1000000000ull +
-                               static_cast<uint64_t>(spec.it_value.tv_nsec) + ns;
-        spec.it_value = {.tv_sec = static_cast<time_t>(first / 1000000000ull),
-                         .tv_nsec = static_cast<long>(first % 1000000000ull)};
-        spec.it_interval = {.tv_sec = static_cast<time_t>(ns / 1000000000ull),
-                            .tv_nsec = static_cast<long>(ns % 1000000000ull)};
-        if (!timer || timerfd_settime(timer.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
-          return attach_error(t, fmt::format("timerfd: {}", std::strerror(errno)));
+        if (!timer) return attach_error(t, fmt::format("timerfd: {}", std::strerror(errno)));
         if (o_.verbose) fmt::print(stderr, "{}: a timer in bpfscope (timerfd) + BPF_PROG_TEST_RUN\n", t.name);
-        timers_.push_back({.prog = fd, .timer = std::move(timer), .due = first, .period = ns});
+        timers_.push_back({.prog = fd, .timer = std::move(timer), .due = 0, .period = ns});
         break;
       }
       case sema::ProbeKind::Software:
