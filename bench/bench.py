@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from waiting import wait_file
+
 BPFSCOPE, BPFTRACE, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
 QUICK = "--quick" in sys.argv[4:]
 TOOLS_ONLY = "--tools-only" in sys.argv[4:]
@@ -121,21 +123,6 @@ def wait_pipe(p, pattern, timeout):
                 return True
         elif p.poll() is not None:
             return False
-    return False
-
-
-def wait_file(path, pattern, timeout, p):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with open(path, "rb") as f:
-                if pattern.encode() in f.read(4096):
-                    return True
-        except FileNotFoundError:
-            pass
-        if p.poll() is not None:
-            return False
-        time.sleep(0.02)
     return False
 
 

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from waiting import wait_file
+
 N = 1_000_000
 NOTIFY = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 PROG = ('tracepoint:syscalls:sys_enter_getppid /comm == "getppid_loop"/ '
@@ -49,21 +51,6 @@ def loops(loop_bin, cpus):
     return [float(p.communicate()[0].strip()) for p in ps]
 
 
-def wait_attached(path, pattern, p, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with open(path, "rb") as f:
-                if pattern.encode() in f.read(4096):
-                    return True
-        except FileNotFoundError:
-            pass
-        if p.poll() is not None:
-            return False
-        time.sleep(0.02)
-    return False
-
-
 def traced(tool, binary, loop_bin, cpus, tmp):
     out = os.path.join(tmp, f"{tool}.out")
     if os.path.exists(out):
@@ -75,7 +62,7 @@ def traced(tool, binary, loop_bin, cpus, tmp):
     with open(os.path.join(tmp, f"{tool}.err"), "w+") as err:
         p = subprocess.Popen([*argv, "-o", out, "-e", PROG], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=err, env=env, text=True)
-        if not wait_attached(out, NOTIFY if tool == "bpfscope" else "Attaching", p):
+        if not wait_file(out, NOTIFY if tool == "bpfscope" else "Attaching", 30, p):
             p.kill()
             raise RuntimeError(f"{tool} did not attach")
         if tool == "bpftrace":
