@@ -381,7 +381,9 @@ Val Lowerer::read_memory(VregId base, const sema::FieldAccess& f, const Type& t,
   VregId addr = f.offset ? b_.alu_imm(AluOp::Add, base, f.offset) : base;
   if (t.is_record()) return Val{.reg = addr, .type = t};
   int helper = space == sema::AddrSpace::User ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
-  if (t.is_string() || t.is_tuple() || t.kind == TypeKind::Array) {
+  // A value held in memory (a string, a tuple, an array; a ksym, strerror()
+  // or username value's record): copied into scratch.
+  if (!t.is_int()) {
     uint32_t off = alloc(t.mem_size());
     VregId buf = scratch_ptr(off);
     zero(buf, 0, t.mem_size());
