@@ -756,7 +756,9 @@ int main(int argc, char** argv) {
   // --n=5`, `s.bt -q -- --n=5`), and every word from optind on came before or
   // after it in the order given.
   bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-  if (want_list) return driver::list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid);
+  if (want_list)
+    return driver::list_probes(optind < argc ? argv[optind] : "", cli.run.verbose, cli.run.target_pid,
+                               cli.have_program ? &cli.program : nullptr);
   if (!cli.have_program) {
     if (optind >= argc) {
       fmt::print(stderr, "ERROR: no program given (use -e 'program', a file, or - for stdin)\n{}", kUsage);

@@ -197,16 +197,21 @@ int list_tools(const std::vector<tools::GlobalSpec>& globals) {
   return 0;
 }
 
-int list_probes(const std::string& pattern, bool verbose, int pid) {
-  // -l FILE: the probes of the script's attach points. A name of a script
-  // (*.bt) that is no file is taken as a pattern, with a warning.
+int list_probes(const std::string& pattern, bool verbose, int pid, const std::string* program) {
+  // -l -e PROGRAM and -l FILE: the probes of the program's attach points. A
+  // name of a script (*.bt) that is no file is taken as a pattern, with a
+  // warning.
   std::error_code ec;
   std::expected<std::string, std::string> out;
-  if (!pattern.empty() && std::filesystem::is_regular_file(pattern, ec)) {
-    std::ifstream in(pattern);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const bool file = !program && !pattern.empty() && std::filesystem::is_regular_file(pattern, ec);
+  if (program || file) {
+    std::string text;
+    if (file) {
+      std::ifstream in(pattern);
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
     lang::Diagnostics diags;
-    lang::Source source(pattern, text);
+    lang::Source source(file ? pattern : "stdin", program ? *program : text);
     auto parsed = parse_script(source, diags);
     if (!parsed) {
       fmt::print(stderr, "{}", diags.render(source, ""));

@@ -56,7 +56,7 @@ int compile_and_run(CompileOptions options);
 int list_tools(const std::vector<tools::GlobalSpec>& globals);
 
 // -l: the probes matching `pattern`, on stdout. Returns the exit status.
-int list_probes(const std::string& pattern, bool verbose, int pid);
+int list_probes(const std::string& pattern, bool verbose, int pid, const std::string* program = nullptr);
 
 // `bpfscope render` of a recording (a run's -f record output): what it makes
 // besides the text.
