@@ -122,6 +122,7 @@ class Process:
             with self.cond:
                 sink.append(line.rstrip("\n"))
                 self.cond.notify_all()
+        stream.close()
         with self.cond:
             sink.append(None)
             self.cond.notify_all()
