@@ -289,7 +289,7 @@ constexpr Function kActions[] = {
      .min_args = 1,
      .max_args = 64,
      .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
-       if (!c.unsafe_allowed(e)) return Type::none();
+       if (!c.unsafe_allowed(e, false)) return Type::none();
        return c.printf_call(id, ActionKind::System);
      },
      .lower = send_formatted},

@@ -199,6 +199,45 @@ constexpr Function kKernel[] = {
                "(CONFIG_KPROBES is off)");
        return Type::none();
      }},
+    // write_user(dst, src, len): bpf_probe_write_user of len bytes of src (a
+    // string, tuple, struct or array the program holds) to the user address dst of
+    // the current task; true when written.
+    {.name = "write_user",
+     .min_args = 3,
+     .max_args = 3,
+     .check = [](Checker& c, ExprId /*id*/, const Expr& e) -> Type {
+       Type dst = c.expr(e.args[0]), src = c.expr(e.args[1]), len = c.expr(e.args[2]);
+       if (!c.unsafe_allowed(e)) return Type::none();
+       if (!dst.is_int()) {
+         c.error(e.loc, fmt::format("write_user() expects a user-space address as dst ({} provided)", dst.name()));
+         return Type::none();
+       }
+       if (!src.is_string() && !src.is_record() && src.kind != TypeKind::Tuple && src.kind != TypeKind::Array) {
+         c.error(e.loc, fmt::format("write_user() writes a value the program holds (a string, tuple, struct or "
+                                    "array) as src ({} provided)",
+                                    src.name()));
+         return Type::none();
+       }
+       auto n = c.constant(e.args[2]);
+       if (!len.is_int() || !n) {
+         c.error(e.loc, "write_user() expects a constant integer as len");
+         return Type::none();
+       }
+       const uint32_t bytes = src.field_size();
+       if (*n < 1 || static_cast<uint64_t>(*n) > bytes) {
+         c.error(e.loc, fmt::format("write_user() len {} is outside the 1 to {} bytes of src", *n, bytes));
+         return Type::none();
+       }
+       c.out_.const_of[e.args[2]] = *n;
+       return Type::boolean();
+     },
+     .lower = [](Lowerer& l, ExprId /*id*/, const Expr& e, const Type& t) -> Val {
+       VregId dst = l.materialize_int(l.expr(e.args[0]));
+       Val src = l.addressable(l.expr(e.args[1]));
+       VregId r =
+           l.b_.call(BPF_FUNC_probe_write_user, {dst, src.reg, l.b_.imm(*l.p_.const_of[e.args[2]])});
+       return l.int_val(l.flag(ir::Cond::Eq, r, 0), t);
+     }},
 };
 
 }  // namespace

@@ -651,10 +651,17 @@ class Session {
     int insn = f.insn;
     lang::Diagnostics d;
     std::string text = fmt::format("the kernel's verifier rejected the program for {}: {}", prog.name, message);
+    std::vector<std::string> hints;
+    // The one helper a kernel option withholds from every program.
+    if (message.find("cannot use helper bpf_probe_write_user") != std::string::npos)
+      hints.push_back(
+          "the kernel withholds bpf_probe_write_user (write_user()) while it is locked down "
+          "(/sys/kernel/security/lockdown); write_user() needs a kernel booted with lockdown=none");
+    hints.push_back("run with -d verifier to see the kernel's log");
     if (insn >= 0 && static_cast<size_t>(insn) < prog.locs.size() && prog.locs[insn].end > 0)
-      d.error(prog.locs[insn], text, {"run with -d verifier to see the kernel's log"});
+      d.error(prog.locs[insn], text, hints);
     else
-      d.error_unlocated(text, {"run with -d verifier to see the kernel's log"});
+      d.error_unlocated(text, hints);
     fmt::print(stderr, "{}", d.render(p_.ast->source, o_.tool_name));
     return 255;
   }

@@ -84,9 +84,11 @@ std::string Checker::provided(ExprId id) {
   return t.name();
 }
 
-bool Checker::unsafe_allowed(const Expr& e) {
+bool Checker::unsafe_allowed(const Expr& e, bool stdlib) {
   if (out_.unsafe) return true;
-  error(e.loc, fmt::format("{}() is an unsafe function being used in safe mode", e.name));
+  error(e.loc, fmt::format("{}() {}", e.name,
+                           stdlib ? "is unsafe. To use you need the --unsafe flag"
+                                  : "is an unsafe function being used in safe mode"));
   return false;
 }
 

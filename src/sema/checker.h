@@ -132,7 +132,12 @@ class Checker {
 
   std::string provided(ExprId id);
 
-  bool unsafe_allowed(const Expr& e);
+  // False, with the error, for an unsafe function without --unsafe.
+  // bpftrace words the refusal two ways: for system(), a builtin of its
+  // compiler, "is an unsafe function being used in safe mode"; for the
+  // functions of its standard library (signal(), override(), write_user()),
+  // "is unsafe. To use you need the --unsafe flag".
+  bool unsafe_allowed(const Expr& e, bool stdlib = true);
 
 
 

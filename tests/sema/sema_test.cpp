@@ -334,7 +334,7 @@ TEST(Sema, DataFunctionErrors) {
       {"BEGIN { cat(1); }", "cat() expects a string literal (integer provided)"},
       {"BEGIN { cat(\"%d\"); }", "cat: Not enough arguments for format string (0 supplied, 1 expected)"},
       {"BEGIN { system(\"ls\"); }", "system() is an unsafe function being used in safe mode"},
-      {"tracepoint:syscalls:sys_enter_getppid { signal(9); }", "signal() is an unsafe function being used in safe mode"},
+      {"tracepoint:syscalls:sys_enter_getppid { signal(9); }", "signal() is unsafe. To use you need the --unsafe flag"},
       {"BEGIN { @s = 1; @n = len(@s); }", "call to len() expects a map with explicit keys (non-scalar map): @s has none"},
       {"BEGIN { @n = len(1); }", "len() expects a map or a stack (int8 provided)"},
       {"BEGIN { @n = len(@nope); }", "Undefined map: @nope"},
@@ -375,7 +375,7 @@ TEST(Sema, StringAndNameFunctionErrors) {
       {"uprobe:libc:malloc { @r = reg(\"xyz\"); }", "'xyz' is not a valid register"},
       {"BEGIN { @p = kptr(\"a\"); }", "kptr() expects a pointer (string[2] provided)"},
       {"BEGIN { $p = path(0); }", "path() needs the bpf_d_path helper"},
-      {"kprobe:vfs_read { override(1); }", "override() is an unsafe function being used in safe mode"},
+      {"kprobe:vfs_read { override(1); }", "override() is unsafe. To use you need the --unsafe flag"},
   });
 }
 
