@@ -149,6 +149,31 @@ constexpr Function kNet[] = {
        VregId r = l.b_.alu_imm(AluOp::Bswap, l.materialize_int(a), at.size * 8);
        return l.int_val(r, t);
      }},
+    // socket_cookie(sk): bpf_get_socket_cookie of a struct sock the kernel
+    // typed (a tp_btf or fentry argument); 0 for NULL.
+    {.name = "socket_cookie",
+     .min_args = 1,
+     .max_args = 1,
+     .check = [](Checker& c, ExprId /*id*/, const Expr& e) -> Type {
+       Type t = c.expr(e.args[0]);
+       if (!t.is_pointer || t.btf_id == 0 || t.btf_id != c.out_.btf->find_struct("sock")) {
+         c.error(c.ast_.expr(e.args[0]).loc,
+                 fmt::format("socket_cookie() expects a struct sock pointer ({} provided)", t.name()));
+         return Type::none();
+       }
+       for (const auto& p : *c.points_) {
+         if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Fentry && p.kind != ProbeKind::Fexit) {
+           c.error(e.loc, fmt::format("socket_cookie() needs a socket the kernel typed, which only rawtracepoint "
+                                      "(tp_btf) and fentry/fexit probes give; it can not be used with \"{}\" probes",
+                                      c.probe_type_name(p.kind)));
+           return Type::none();
+         }
+       }
+       return Type::integer(8, false);
+     },
+     .lower = [](Lowerer& l, ExprId /*id*/, const Expr& e, const Type& t) -> Val {
+       return l.int_val(l.b_.call(BPF_FUNC_get_socket_cookie, {l.materialize_int(l.expr(e.args[0]))}), t);
+     }},
 };
 
 }  // namespace
