@@ -55,12 +55,14 @@ OPTIONS:
     -v             verbose: also print how each probe was attached
     -d STAGE       print a stage's output: ast, sema (types), ir (codegen), regalloc,
                    bpf (libbpf; a disassembly), verifier (the kernel's log), all
-    -l [PATTERN]   list probes matching PATTERN: tracepoint:CAT:EVENT, rawtracepoint:EVENT,
-                   software:EVENT, interval:UNIT, profile:UNIT, uprobe:BINARY:FUNC,
+    -l, --list [PATTERN]
+                   list probes matching PATTERN: tracepoint:CAT:EVENT, rawtracepoint:EVENT,
+                   software:EVENT, hardware:EVENT, interval:UNIT, profile:UNIT, uprobe:BINARY:FUNC,
                    usdt:BINARY:[PROVIDER:]NAME (usdt:* with -p: the process's files), iter:NAME,
-                   kprobe:FUNC, fentry:vmlinux:FUNC, 'struct NAME' (globs; default: the first
-                   five; no ':' matches whole names; commas separate patterns; a script file:
-                   its probes); with -v, also their arguments and a struct's definition
+                   kprobe:FUNC, fentry:vmlinux:FUNC, 'struct NAME' (globs, in the probe type
+                   too: '*ware:*'; default: every kernel probe type's; no ':' matches what
+                   follows the type; commas separate patterns; a script file or -e: its
+                   probes); with -v, also their arguments and a struct's definition
     -c CMD         run CMD as a child; tracing ends when it exits, probes filter on its pid
                    (not interval timers or iterators)
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
@@ -705,7 +707,8 @@ int main(int argc, char** argv) {
       {"max-series", required_argument, nullptr, kMaxSeries},
       {"output", required_argument, nullptr, 'o'},  {"probe-filter", required_argument, nullptr, kProbeFilter},
       {"include", required_argument, nullptr, kInclude}, {"aot", required_argument, nullptr, kAot},
-      {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0},
+      {"version", no_argument, nullptr, 'V'},       {"list", no_argument, nullptr, 'l'},
+      {nullptr, 0, nullptr, 0},
   };
   // `bpfscope [options] TOOL [tool options]`: the global options come before
   // the tool's name; the words after it are the tool's (tools/NAME.bt's

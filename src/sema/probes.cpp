@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <map>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include <unistd.h>
@@ -259,6 +261,16 @@ constexpr std::array kSoftwareEvents = {
     SoftwareEvent{"bpf-output", "", 10, 1},
 };
 
+// hardware:EVENT[:count]: the kernel's generic hardware events
+// (PERF_TYPE_HARDWARE, PERF_COUNT_HW_*), by the names bpftrace gives them.
+constexpr std::array kHardwareEvents = {
+    SoftwareEvent{"backend-stalls", "", 8, 1000000},    SoftwareEvent{"branch-instructions", "branches", 4, 100000},
+    SoftwareEvent{"branch-misses", "", 5, 100000},      SoftwareEvent{"bus-cycles", "", 6, 100000},
+    SoftwareEvent{"cache-misses", "", 3, 1000000},      SoftwareEvent{"cache-references", "", 2, 1000000},
+    SoftwareEvent{"cpu-cycles", "cycles", 0, 1000000},  SoftwareEvent{"frontend-stalls", "", 7, 1000000},
+    SoftwareEvent{"instructions", "", 1, 1000000},      SoftwareEvent{"ref-cycles", "", 9, 1000000},
+};
+
 }  // namespace
 
 // x86-64 register names (in USDT argument specs and reg()), as offsets in
@@ -286,14 +298,42 @@ std::optional<int32_t> pt_regs_offset(std::string_view reg) {
 
 namespace {
 
-// -l PROVIDER[:...]: one provider's probes, or with "*" every listable kind's.
+// The kinds a listing of every provider ("-l", "-l '*ware:*'") shows:
+// bpftrace's kernel list. Return probes, user-space probes (they need a
+// binary), interval and profile are listed only when named.
+constexpr ProbeKind kListedKinds[] = {ProbeKind::Fentry,        ProbeKind::Hardware, ProbeKind::Iter,
+                                      ProbeKind::Kprobe,        ProbeKind::RawTracepoint,
+                                      ProbeKind::Software,      ProbeKind::Tracepoint};
+
+std::expected<std::string, std::string> list_kind(const ProviderRow* row, std::span<const std::string_view> parts,
+                                                  bool verbose, int pid);
+
+// -l PROVIDER[:...]: one provider's probes; a provider with wildcards
+// ("*", "*ware") lists each listed kind whose name it matches.
 std::expected<std::string, std::string> list_provider(std::string_view pattern, bool verbose, int pid) {
   std::string pat = pattern.empty() ? "*" : std::string(pattern);
   auto parts = split(pat, ':');
   std::string_view provider = parts[0];
-  const ProviderRow* row = provider == "*" ? nullptr : find_provider(provider);
-  if (provider != "*" && !row) return std::unexpected(fmt::format("Invalid probe type: {}", provider));
-  auto wants = [&](ProbeKind k) { return !row || row->kind == k; };
+  if (provider.find_first_of("*?[") == std::string_view::npos) {
+    const ProviderRow* row = find_provider(provider);
+    if (!row) return std::unexpected(fmt::format("Invalid probe type: {}", provider));
+    return list_kind(row, parts, verbose, pid);
+  }
+  std::string out;
+  for (ProbeKind kind : kListedKinds) {
+    const auto* row = std::find_if(std::begin(kProviders), std::end(kProviders),
+                                   [&](const ProviderRow& r) { return r.kind == kind && r.name == r.canonical; });
+    if (!bpf::glob_match(provider, row->canonical)) continue;
+    auto one = list_kind(row, parts, verbose, pid);
+    if (!one) return one;
+    out += *one;
+  }
+  return out;
+}
+
+// One kind's probes matching parts (after the provider).
+std::expected<std::string, std::string> list_kind(const ProviderRow* row, std::span<const std::string_view> parts,
+                                                  bool verbose, int pid) {
   auto part = [&](size_t i) { return i < parts.size() ? parts[i] : std::string_view("*"); };
   // "type name" as the -lv lines print it ("const char *filename", "int dfd").
   auto typed_name = [](std::string type, std::string_view name) {
@@ -304,50 +344,51 @@ std::expected<std::string, std::string> list_provider(std::string_view pattern, 
   };
   std::string out;
   bpf::Btf btf;
-  if (wants(ProbeKind::Tracepoint)) {
-    auto names = bpf::list_tracepoints(part(1), part(2));
-    if (!names) return std::unexpected(names.error().message);
-    for (const auto& n : *names) {
-      out += "tracepoint:" + n + "\n";
-      if (!verbose) continue;
-      auto colon = n.find(':');
-      if (auto f = bpf::read_tracepoint_format(n.substr(0, colon), n.substr(colon + 1)))
-        for (const auto& field : f->fields) out += typed_name(field.type, field.name);
+  // The software and hardware events, and their aliases, by name.
+  auto events = [&](std::span<const SoftwareEvent> table) {
+    for (const auto& e : table) {
+      if (bpf::glob_match(part(1), e.name)) out += fmt::format("{}:{}:\n", row->canonical, e.name);
+      if (!e.alias.empty() && bpf::glob_match(part(1), e.alias))
+        out += fmt::format("{}:{}:\n", row->canonical, e.alias);
     }
-  }
-  if (wants(ProbeKind::RawTracepoint)) {
-    auto names = bpf::list_tracepoints("*", row ? part(parts.size() > 2 ? 2 : 1) : "*");
-    if (!names) return std::unexpected(names.error().message);
-    std::vector<std::string> events;
-    for (const auto& n : *names) events.push_back(n.substr(n.find(':') + 1));
-    std::sort(events.begin(), events.end());
-    events.erase(std::unique(events.begin(), events.end()), events.end());
-    for (const auto& ev : events) {
-      out += "rawtracepoint:" + ev + "\n";
-      if (!verbose) continue;
-      if (auto params = btf.tracepoint_args(ev))
-        for (const auto& p : *params) out += typed_name(btf.type_name(p.type_id), p.name);
-    }
-  }
-  if (wants(ProbeKind::Software)) {
-    for (const auto& e : kSoftwareEvents) {
-      if (bpf::glob_match(part(1), e.name)) out += fmt::format("software:{}:\n", e.name);
-      if (!e.alias.empty() && bpf::glob_match(part(1), e.alias)) out += fmt::format("software:{}:\n", e.alias);
-    }
-  }
-  for (auto [kind, name] : {std::pair{ProbeKind::Interval, "interval"}, std::pair{ProbeKind::Profile, "profile"}}) {
-    if (!wants(kind)) continue;
-    if (bpf::glob_match(part(1), "hz")) out += fmt::format("{}:hz:\n", name);
-    for (const auto& u : kPeriodUnits)
-      if (bpf::glob_match(part(1), u.name)) out += fmt::format("{}:{}:\n", name, u.name);
-  }
-  if (!row) return out;
+    return out;
+  };
   switch (row->kind) {
-    case ProbeKind::Tracepoint:
-    case ProbeKind::RawTracepoint:
-    case ProbeKind::Software:
+    case ProbeKind::Tracepoint: {
+      auto names = bpf::list_tracepoints(part(1), part(2));
+      if (!names) return std::unexpected(names.error().message);
+      for (const auto& n : *names) {
+        out += "tracepoint:" + n + "\n";
+        if (!verbose) continue;
+        auto colon = n.find(':');
+        if (auto f = bpf::read_tracepoint_format(n.substr(0, colon), n.substr(colon + 1)))
+          for (const auto& field : f->fields) out += typed_name(field.type, field.name);
+      }
+      return out;
+    }
+    case ProbeKind::RawTracepoint: {
+      auto names = bpf::list_tracepoints("*", part(parts.size() > 2 ? 2 : 1));
+      if (!names) return std::unexpected(names.error().message);
+      std::vector<std::string> evs;
+      for (const auto& n : *names) evs.push_back(n.substr(n.find(':') + 1));
+      std::sort(evs.begin(), evs.end());
+      evs.erase(std::unique(evs.begin(), evs.end()), evs.end());
+      for (const auto& ev : evs) {
+        out += "rawtracepoint:" + ev + "\n";
+        if (!verbose) continue;
+        if (auto params = btf.tracepoint_args(ev))
+          for (const auto& p : *params) out += typed_name(btf.type_name(p.type_id), p.name);
+      }
+      return out;
+    }
+    case ProbeKind::Software: return events(kSoftwareEvents);
+    case ProbeKind::Hardware: return events(kHardwareEvents);
     case ProbeKind::Interval:
-    case ProbeKind::Profile: return out;
+    case ProbeKind::Profile:
+      if (bpf::glob_match(part(1), "hz")) out += fmt::format("{}:hz:\n", row->canonical);
+      for (const auto& u : kPeriodUnits)
+        if (bpf::glob_match(part(1), u.name)) out += fmt::format("{}:{}:\n", row->canonical, u.name);
+      return out;
     case ProbeKind::Uprobe:
     case ProbeKind::Uretprobe: {
       if (parts.size() < 2) return std::unexpected("list uprobes of a binary: -l 'uprobe:BINARY:*'");
@@ -412,9 +453,22 @@ std::expected<std::string, std::string> list_provider(std::string_view pattern, 
     case ProbeKind::Kretprobe: {
       // Kernel text symbols. They list here although this kernel cannot
       // attach kprobes (KERNEL.md 2.2); the run reports why.
+      // -lv adds the parameters (and a kretprobe's return value) of the
+      // functions the kernel's BTF describes.
       static const symbols::KernelSymbols kernel;
       if (parts.size() > 2) return out;  // module:function: vmlinux symbols only
-      for (const auto& f : kernel.match(part(1))) out += fmt::format("{}:{}\n", row->canonical, f);
+      std::map<std::string, uint32_t, std::less<>> typed;
+      if (verbose)
+        for (auto& [fn, id] : btf.funcs_matching(part(1))) typed.emplace(std::move(fn), id);
+      for (const auto& f : kernel.match(part(1))) {
+        out += fmt::format("{}:{}\n", row->canonical, f);
+        auto it = typed.find(f);
+        if (it == typed.end()) continue;
+        if (auto params = btf.func_params(it->second))
+          for (const auto& p : *params) out += typed_name(btf.type_name(p.type_id), p.name);
+        if (auto ret = btf.func_return(it->second); row->kind == ProbeKind::Kretprobe && ret && *ret != 0)
+          out += typed_name(btf.type_name(*ret), "retval");
+      }
       return out;
     }
     case ProbeKind::Fentry:
@@ -434,8 +488,7 @@ std::expected<std::string, std::string> list_provider(std::string_view pattern, 
       return out;
     }
     case ProbeKind::Begin:
-    case ProbeKind::End:
-    case ProbeKind::Hardware: break;
+    case ProbeKind::End: break;
   }
   return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
 }
@@ -467,12 +520,14 @@ std::expected<std::string, std::string> list_one(std::string_view pattern, bool 
   if (pattern.starts_with("struct ")) return list_struct(trim(pattern.substr(7)), verbose);
   if (pattern.empty() || pattern == "*" || pattern.find(':') != std::string_view::npos)
     return list_provider(pattern, verbose, pid);
-  // No provider: the pattern matches whole names ("*sched_switch*").
+  // No provider: the pattern matches what follows the provider
+  // ("*do_nanosleep*", "kprobe*"), or the whole name.
   auto all = list_provider("*", false, pid);
   if (!all) return all;
   std::string out;
   for (auto line : split(*all, '\n')) {
-    if (line.empty() || !bpf::glob_match(pattern, line)) continue;
+    if (line.empty()) continue;
+    if (!bpf::glob_match(pattern, line.substr(line.find(':') + 1)) && !bpf::glob_match(pattern, line)) continue;
     if (!verbose) {
       out += fmt::format("{}\n", line);
       continue;
@@ -811,28 +866,33 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       }
       return out;
     }
-    case ProbeKind::Software: {
+    case ProbeKind::Software:
+    case ProbeKind::Hardware: {
+      // software:EVENT[:COUNT], hardware:EVENT[:COUNT]
+      const auto kind = row->canonical;
       if (parts.size() < 2 || parts.size() > 3) {
-        diags.error(loc, "software probe must be software:EVENT or software:EVENT:COUNT");
+        diags.error(loc, fmt::format("{} probe must be {}:EVENT or {}:EVENT:COUNT", kind, kind, kind));
         return std::nullopt;
       }
       const SoftwareEvent* ev = nullptr;
-      for (const auto& e : kSoftwareEvents)
+      std::span<const SoftwareEvent> table = row->kind == ProbeKind::Software ? std::span<const SoftwareEvent>(kSoftwareEvents)
+                                                                             : kHardwareEvents;
+      for (const auto& e : table)
         if (e.name == parts[1] || (!e.alias.empty() && e.alias == parts[1])) ev = &e;
       if (!ev) {
-        diags.error(loc, fmt::format("unknown software event: {}", parts[1]));
+        diags.error(loc, fmt::format("unknown {} event: {}", kind, parts[1]));
         return std::nullopt;
       }
       uint64_t count = ev->default_count;
       if (parts.size() == 3) {
         auto n = parse_u64(parts[2]);
         if (!n || *n == 0) {
-          diags.error(loc, fmt::format("software probe count must be a positive integer, not \"{}\"", parts[2]));
+          diags.error(loc, fmt::format("{} probe count must be a positive integer, not \"{}\"", kind, parts[2]));
           return std::nullopt;
         }
         count = *n;
       }
-      out.targets.push_back({.name = fmt::format("software:{}:{}", parts[1], count),
+      out.targets.push_back({.name = fmt::format("{}:{}:{}", kind, parts[1], count),
                              .format = {},
                              .period = count,
                              .freq = false,
@@ -873,7 +933,6 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
     case ProbeKind::Kretprobe:
     case ProbeKind::Fentry:
     case ProbeKind::Fexit:
-    case ProbeKind::Hardware:
       if (parts.size() < 2 || rest.empty()) {
         diags.error(loc, fmt::format("{} probe needs a target, e.g. {}:NAME", row->canonical, row->canonical));
         return std::nullopt;

@@ -144,12 +144,9 @@ def exclusion_reason(case, features, tests_dir):
                             stderr=subprocess.DEVNULL).returncode
         if rc != 0:
             return f"REQUIRES `{req}` fails here (exit {rc})"
-    listing = re.search(r"\{\{BPFTRACE\}\}[^|]*\s(-l|-lv|--list)\b", case.run)
-    listed = case.run + "\n" + "\n".join(e.value for e in case.expects)
-    named = re.search(r"\b(kprobe|kretprobe|fentry|fexit|kfunc|kretfunc|hardware)", listed)
-    if listing and named:
-        family = PROBE_FAMILY.get(named.group(1), "fentry")
-        return f"lists {named.group(1)} probes; " + PROBE_REASONS[family]
+    # A listing (-l, -lv, --list) attaches nothing: it runs whatever it names.
+    if re.search(r"\{\{BPFTRACE\}\}[^|]*\s(-l|-lv|--list)\b", case.run):
+        return None
     kinds = {PROBE_FAMILY[m.group(1)] for m in UNAVAILABLE_PROBES.finditer(case.prog or case.run)
              if m.group(1) in PROBE_FAMILY}
     if kinds:

@@ -291,11 +291,13 @@ TEST(Sema, ListProbes) {
   auto no_pid = list_probes("usdt:*", false, 999999999);
   ASSERT_FALSE(no_pid.has_value());
   EXPECT_EQ(no_pid.error(), "cannot read the mappings of process 999999999");
-  EXPECT_FALSE(list_probes("hardware:*", false).has_value());
+  EXPECT_FALSE(list_probes("BEGIN:*", false).has_value());
+  EXPECT_EQ(lines("hardware:c*", false), "hardware:cache-misses:\nhardware:cache-references:\nhardware:cpu-cycles:\n"
+                                          "hardware:cycles:\n");
   EXPECT_EQ(lines("profile:*s", false), "profile:s:\nprofile:ms:\nprofile:us:\nprofile:ns:\n");
   EXPECT_EQ(lines("software:cs", false), "software:cs:\n");
   EXPECT_EQ(lines("struct fd,interval:hz", true), "vmlinux: struct fd {\n    long unsigned int word;\n};\ninterval:hz:\n");
-  EXPECT_EQ(lines("*sched_process_exi*", false), "tracepoint:sched:sched_process_exit\nrawtracepoint:sched_process_exit\n");
+  EXPECT_EQ(lines("sched_process_exit", false), "rawtracepoint:sched_process_exit\n");
 }
 
 TEST(Sema, DataFunctions) {
