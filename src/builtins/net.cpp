@@ -3,6 +3,27 @@
 namespace bpfscope::builtins {
 namespace {
 
+// The argument of fn is a pointer to the kernel's struct `name`, and the
+// probes give it typed (BTF): the helpers that take a socket or an sk_buff
+// (bpf_get_socket_cookie, bpf_skb_output) exist only for tracing programs,
+// whose arguments the verifier knows the types of.
+bool typed_kernel_pointer(Checker& c, const Expr& e, ExprId arg, std::string_view name) {
+  Type t = c.expr(arg);
+  if (!t.is_pointer || t.btf_id == 0 || t.btf_id != c.out_.btf->find_struct(name)) {
+    c.error(c.ast_.expr(arg).loc, fmt::format("{}() expects a struct {} pointer ({} provided)", e.name, name, t.name()));
+    return false;
+  }
+  for (const auto& p : *c.points_) {
+    if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Fentry && p.kind != ProbeKind::Fexit) {
+      c.error(e.loc, fmt::format("{}() needs a {} the kernel typed, which only rawtracepoint (tp_btf) and "
+                                 "fentry/fexit probes give; it can not be used with \"{}\" probes",
+                                 e.name, name == "sock" ? "socket" : name, c.probe_type_name(p.kind)));
+      return false;
+    }
+  }
+  return true;
+}
+
 constexpr Function kNet[] = {
     {.name = "ntop",
      .min_args = 1,
@@ -155,24 +176,53 @@ constexpr Function kNet[] = {
      .min_args = 1,
      .max_args = 1,
      .check = [](Checker& c, ExprId /*id*/, const Expr& e) -> Type {
-       Type t = c.expr(e.args[0]);
-       if (!t.is_pointer || t.btf_id == 0 || t.btf_id != c.out_.btf->find_struct("sock")) {
-         c.error(c.ast_.expr(e.args[0]).loc,
-                 fmt::format("socket_cookie() expects a struct sock pointer ({} provided)", t.name()));
-         return Type::none();
-       }
-       for (const auto& p : *c.points_) {
-         if (p.kind != ProbeKind::RawTracepoint && p.kind != ProbeKind::Fentry && p.kind != ProbeKind::Fexit) {
-           c.error(e.loc, fmt::format("socket_cookie() needs a socket the kernel typed, which only rawtracepoint "
-                                      "(tp_btf) and fentry/fexit probes give; it can not be used with \"{}\" probes",
-                                      c.probe_type_name(p.kind)));
-           return Type::none();
-         }
-       }
+       if (!typed_kernel_pointer(c, e, e.args[0], "sock")) return Type::none();
        return Type::integer(8, false);
      },
      .lower = [](Lowerer& l, ExprId /*id*/, const Expr& e, const Type& t) -> Val {
        return l.int_val(l.b_.call(BPF_FUNC_get_socket_cookie, {l.materialize_int(l.expr(e.args[0]))}), t);
+     }},
+    // skboutput(path, skb, len, offset): the first len bytes of the
+    // sk_buff's data (bpf_skb_output, through a perf event array) as a
+    // packet of the pcap file `path` (raw IP), offset bytes skipped.
+    {.name = "skboutput",
+     .min_args = 4,
+     .max_args = 4,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       const std::optional<std::string> path = c.known_string_arg(id, "skboutput");
+       if (!path) return Type::none();
+       if (!typed_kernel_pointer(c, e, e.args[1], "sk_buff")) return Type::none();
+       if (!c.expr(e.args[2]).is_int()) {
+         c.error(c.ast_.expr(e.args[2]).loc, "skboutput(): the length must be an integer");
+         return Type::none();
+       }
+       c.expr(e.args[3]);
+       auto offset = c.constant(e.args[3]);
+       if (!offset || *offset < 0) {
+         c.error(c.ast_.expr(e.args[3]).loc, "skboutput(): the offset must be a non-negative integer literal");
+         return Type::none();
+       }
+       auto& files = c.out_.skboutput_files;
+       auto file = std::find(files.begin(), files.end(), *path) - files.begin();
+       if (file == static_cast<ptrdiff_t>(files.size())) files.push_back(*path);
+       c.out_.const_of[id] = static_cast<int64_t>(c.out_.skboutputs.size());
+       c.out_.skboutputs.push_back({static_cast<uint32_t>(file), static_cast<uint64_t>(*offset)});
+       return Type::integer(4, false);
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       // The sample's header (runtime/packets.h): [u64 call][u64 boot-clock
+       // ns][u64 bytes]; the packet's bytes follow it.
+       VregId skb = l.materialize_int(l.expr(e.args[1]));
+       VregId len = l.materialize_int(l.expr(e.args[2]));
+       VregId hdr = l.scratch_ptr(l.alloc(24));
+       l.b_.store(8, hdr, 0, l.b_.imm(*l.p_.const_of[id]));
+       l.b_.store(8, hdr, 8, l.b_.call(BPF_FUNC_ktime_get_boot_ns, {}));
+       l.b_.store(8, hdr, 16, len);
+       // flags: BPF_F_CURRENT_CPU, and the bytes to copy in the upper half.
+       VregId flags = l.b_.alu_imm(AluOp::Lsh, len, 32);
+       flags = l.b_.alu_imm(AluOp::Or, flags, 0xffffffff);
+       VregId r = l.b_.call(BPF_FUNC_skb_output, {skb, l.b_.map_fd(l.m_.support.skb_output), flags, hdr, l.b_.imm(24)});
+       return l.int_val(r, t);
      }},
 };
 

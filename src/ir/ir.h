@@ -94,6 +94,7 @@ struct SupportMaps {
   uint32_t failed;    // per-CPU counts of failed updates, one slot per script map (a full map)
   uint32_t build_id_stacks;  // ustack(build_id): (build id, file offset) frames (BPF_F_STACK_BUILD_ID)
   uint32_t ustack_pids;      // the processes whose user stacks were taken (LRU hash of tgid)
+  uint32_t skb_output;       // skboutput()'s packets (a perf event array; created only when used)
 };
 
 // A helper call whose failure is reported at run time: a failed map update

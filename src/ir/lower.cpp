@@ -1153,7 +1153,7 @@ Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   uint32_t n = static_cast<uint32_t>(p.maps.size());
   m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4,
                .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7, .build_id_stacks = n + 8,
-               .ustack_pids = n + 9};
+               .ustack_pids = n + 9, .skb_output = n + 10};
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;

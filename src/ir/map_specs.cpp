@@ -11,7 +11,7 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
                                     : (info.lru ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH);
     specs.push_back({type, info.name.substr(1), info.key_size, info.value_size, info.max_entries});
   }
-  specs.resize(m.support.ustack_pids + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
+  specs.resize(m.support.skb_output + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
   specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
   specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
@@ -30,6 +30,9 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   // LRU: past its size, a process forgotten and seen again is noted again.
   specs[m.support.ustack_pids] = {BPF_MAP_TYPE_LRU_HASH, "ustack_pids", 4, 4,
                                   p.uses_ustack ? p.config.max_map_keys : 1};
+  // One slot per possible CPU, which the runtime fills in; not created
+  // (UNSPEC) without skboutput().
+  if (!p.skboutputs.empty()) specs[m.support.skb_output] = {BPF_MAP_TYPE_PERF_EVENT_ARRAY, "skb_output", 4, 4, 0};
   return specs;
 }
 

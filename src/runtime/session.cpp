@@ -29,6 +29,7 @@
 #include "lang/diagnostics.h"
 #include "runtime/maps.h"
 #include "runtime/metrics.h"
+#include "runtime/packets.h"
 #include "runtime/printer.h"
 #include "runtime/runtime.h"
 #include "runtime/symbolizer.h"
@@ -550,7 +551,12 @@ class Session {
 
   int create_maps() {
     uint32_t ringbuf = o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf;
-    for (const auto& spec : ir::map_specs(p_, m_, ringbuf)) {
+    for (auto spec : ir::map_specs(p_, m_, ringbuf)) {
+      if (spec.type == BPF_MAP_TYPE_UNSPEC) {  // not needed by this program
+        map_fds_.emplace_back();
+        continue;
+      }
+      if (spec.type == BPF_MAP_TYPE_PERF_EVENT_ARRAY) spec.max_entries = static_cast<uint32_t>(libbpf_num_possible_cpus());
       auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
       if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", spec.name, fd.error().message));
       map_fds_.push_back(std::move(*fd));
@@ -568,6 +574,11 @@ class Session {
     void* lost = mmap(nullptr, lost_bytes_, PROT_READ, MAP_SHARED, map_fds_[m_.support.lost].get(), 0);
     if (lost == MAP_FAILED) return fail_unlocated(fmt::format("mapping the lost-record counter: {}", strerror(errno)));
     lost_ = static_cast<const volatile uint64_t*>(lost);
+    if (!p_.skboutputs.empty()) {
+      auto w = PacketWriter::open(map_fds_[m_.support.skb_output].get(), p_);
+      if (!w) return fail_unlocated(w.error());
+      packets_ = std::move(*w);
+    }
     return 0;
   }
 
@@ -1053,6 +1064,7 @@ class Session {
 
   void drain() {
     ring_buffer__consume(rb_);
+    if (packets_) packets_->consume();
     fflush(out_);
   }
 
@@ -1091,7 +1103,9 @@ class Session {
     }
   }
 
-  uint64_t lost_total() const { return lost_ ? *lost_ : 0; }
+  // Records the ring buffer refused, and skboutput() packets the perf
+  // buffers dropped.
+  uint64_t lost_total() const { return (lost_ ? *lost_ : 0) + (packets_ ? packets_->lost() : 0); }
 
   void report_lost(bool final) {
     uint64_t total = lost_total();
@@ -1228,6 +1242,10 @@ class Session {
         exiting_ = true;  // it ended (and was reaped) before the probes were attached
       }
     }
+    if (packets_) {
+      ev.data.u32 = 3;  // drained below, as the ring buffer
+      epoll_ctl(ep.get(), EPOLL_CTL_ADD, packets_->epoll_fd(), &ev);
+    }
     for (size_t i = 0; i < timers_.size(); ++i) {
       ev.data.u32 = kFirstTimer + static_cast<uint32_t>(i);
       epoll_ctl(ep.get(), EPOLL_CTL_ADD, timers_[i].timer.get(), &ev);
@@ -1331,6 +1349,7 @@ class Session {
   ring_buffer* rb_ = nullptr;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
+  std::unique_ptr<PacketWriter> packets_;  // skboutput()
   std::unique_ptr<ValueNames> names_;
   std::mutex symbols_lock_;  // the symbol caches: the event loop and the metrics endpoint both resolve
   std::unique_ptr<SharedResolver> shared_names_;  // names_, one call at a time

@@ -219,6 +219,14 @@ struct TypedProgram {
   std::map<std::string, std::optional<std::string>> named_args;
   std::set<std::string> getopt_names;
   std::vector<std::string> const_strings;
+  // skboutput(path, skb, len, offset): the pcap files (one per path), and by
+  // call (the index const_of holds for the call) its file and offset.
+  struct SkbOutput {
+    uint32_t file;
+    uint64_t offset;
+  };
+  std::vector<std::string> skboutput_files;
+  std::vector<SkbOutput> skboutputs;
   uint32_t join_elem_size = 0;  // join(): bytes of each element in the record
   bool unsafe = false;          // --unsafe was given
   bool has_child = false;               // -c: cpid is defined
