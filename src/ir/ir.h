@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <linux/bpf.h>
 
 #include "lang/source.h"
+#include "bpf/bpf.h"
 #include "sema/sema.h"
 
 namespace bpfscope::ir {
@@ -142,6 +144,10 @@ struct MapSpec {
 };
 
 std::vector<MapSpec> map_specs(const sema::TypedProgram& program, const Module& module, uint32_t ringbuf_bytes);
+
+// Creates the maps of map_specs, an fd each in id order; a map this program
+// does not need (BPF_MAP_TYPE_UNSPEC) gets none. On failure, the message.
+std::expected<std::vector<bpf::Fd>, std::string> create_maps(const std::vector<MapSpec>& specs);
 
 struct LowerOptions {
   uint64_t start_boot_ns = 0;  // `elapsed` is measured from this boot-clock time

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "bpf/bpf.h"
+
 namespace bpfscope::ir {
 
 std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uint32_t ringbuf_bytes) {
@@ -32,8 +36,24 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
                                   p.uses_ustack ? p.config.max_map_keys : 1};
   // One slot per possible CPU, which the runtime fills in; not created
   // (UNSPEC) without skboutput().
-  if (!p.skboutputs.empty()) specs[m.support.skb_output] = {BPF_MAP_TYPE_PERF_EVENT_ARRAY, "skb_output", 4, 4, 0};
+  if (!p.skboutputs.empty())
+    specs[m.support.skb_output] = {BPF_MAP_TYPE_PERF_EVENT_ARRAY, "skb_output", 4, 4,
+                                   static_cast<uint32_t>(std::max(1, bpf::possible_cpus()))};
   return specs;
+}
+
+std::expected<std::vector<bpf::Fd>, std::string> create_maps(const std::vector<MapSpec>& specs) {
+  std::vector<bpf::Fd> fds;
+  for (const auto& spec : specs) {
+    if (spec.type == BPF_MAP_TYPE_UNSPEC) {
+      fds.emplace_back();
+      continue;
+    }
+    auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
+    if (!fd) return std::unexpected(fmt::format("creating map {}: {}", spec.name, fd.error().message));
+    fds.push_back(std::move(*fd));
+  }
+  return fds;
 }
 
 }  // namespace bpfscope::ir

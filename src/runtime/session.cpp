@@ -551,16 +551,9 @@ class Session {
 
   int create_maps() {
     uint32_t ringbuf = o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf;
-    for (auto spec : ir::map_specs(p_, m_, ringbuf)) {
-      if (spec.type == BPF_MAP_TYPE_UNSPEC) {  // not needed by this program
-        map_fds_.emplace_back();
-        continue;
-      }
-      if (spec.type == BPF_MAP_TYPE_PERF_EVENT_ARRAY) spec.max_entries = static_cast<uint32_t>(libbpf_num_possible_cpus());
-      auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
-      if (!fd) return fail_unlocated(fmt::format("creating map {}: {}", spec.name, fd.error().message));
-      map_fds_.push_back(std::move(*fd));
-    }
+    auto fds = ir::create_maps(ir::map_specs(p_, m_, ringbuf));
+    if (!fds) return fail_unlocated(fds.error());
+    map_fds_ = std::move(*fds);
     symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get(),
                                                map_fds_[m_.support.build_id_stacks].get());
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());

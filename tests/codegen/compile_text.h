@@ -51,12 +51,10 @@ struct LoadedScript {
 inline std::string load_all(Compiled& c, LoadedScript* out = nullptr) {
   const auto& m = c.module;
   LoadedScript loaded_script;
+  auto created = ir::create_maps(ir::map_specs(*c.typed, m, 4096 * 64));
+  if (!created) return created.error();
   std::vector<bpf::Fd>& fds = loaded_script.maps;
-  for (const auto& spec : ir::map_specs(*c.typed, m, 4096 * 64)) {
-    auto fd = bpf::create_map(spec.type, spec.name, spec.key_size, spec.value_size, spec.max_entries, spec.flags);
-    if (!fd) return "create_map " + spec.name + ": " + fd.error().message;
-    fds.push_back(std::move(*fd));
-  }
+  fds = std::move(*created);
   for (size_t k = 0; k < c.programs.size(); ++k) {
     auto& p = c.programs[k];
     for (const auto& r : p.relocs) p.insns[r.insn].imm = fds.at(r.map).get();
