@@ -21,6 +21,7 @@ namespace bpfscope::runtime {
 
 inline constexpr uint32_t kStreamingRingbuf = 16u << 20;  // holds 1M printf events from a getppid loop
 inline constexpr uint32_t kQuietRingbuf = 256u << 10;
+inline constexpr uint32_t kSmallRingbuf = 16u << 10;  // BEGIN/END's records only (Session::ringbuf_for_program)
 // Packaged tools print an event per connection or I/O, not a stream: 1 MiB
 // (4x libbpf-tools' buffers) holds a burst of several thousand events and
 // keeps a tool near 8.5 MB RSS (the kernel maps the data pages twice, and
@@ -77,7 +78,8 @@ struct Options {
   output::HistLayout hist_layout = output::HistLayout::Bpftrace;  // tools print libbpf-tools' log2 tables
   bool debug_verifier = false;  // -d verifier: print the kernel's log
   // Ring buffer bytes (a power of two, at least a page); 0 picks by program:
-  // kStreamingRingbuf when probes other than BEGIN/END print, else
+  // kStreamingRingbuf when probes other than BEGIN/END print, a size that
+  // holds what BEGIN and END send when only they send records, else
   // kQuietRingbuf. The kernel maps the data twice, so RSS grows by 2x.
   uint32_t ringbuf_bytes = 0;
   uint32_t max_cat_bytes = 10240;  // cat(): bytes printed of each file (BPFTRACE_MAX_CAT_BYTES)

@@ -549,8 +549,25 @@ class Session {
     return {"use a tracepoint (bpfscope -l 'tracepoint:*') or a uprobe instead", ""};
   }
 
+  // The ring buffer's bytes: kStreamingRingbuf when probes other than
+  // BEGIN/END print; when only BEGIN and END send records (exit() aside),
+  // twice what one of their runs can send, at least kSmallRingbuf (a hot
+  // probe's exit() and the one record per map and CPU of failed map updates
+  // fit beside); else kQuietRingbuf, as when failed reads (-k) or divisions
+  // by zero may send a record each time.
+  uint32_t ringbuf_for_program() const {
+    if (p_.streams_output) return kStreamingRingbuf;
+    const uint64_t run = p_.begin_end_record_bytes;
+    const bool repeated_errors = std::any_of(m_.sites.begin(), m_.sites.end(),
+                                             [](const ir::HelperSite& s) { return s.helper != BPF_FUNC_map_update_elem; });
+    if (run == 0 || repeated_errors || run > kQuietRingbuf / 2) return kQuietRingbuf;
+    uint32_t bytes = kSmallRingbuf;
+    while (bytes < 2 * run) bytes *= 2;
+    return bytes;
+  }
+
   int create_maps() {
-    uint32_t ringbuf = o_.ringbuf_bytes ? o_.ringbuf_bytes : p_.streams_output ? kStreamingRingbuf : kQuietRingbuf;
+    uint32_t ringbuf = o_.ringbuf_bytes ? o_.ringbuf_bytes : ringbuf_for_program();
     auto fds = ir::create_maps(ir::map_specs(p_, m_, ringbuf));
     if (!fds) return fail_unlocated(fds.error());
     map_fds_ = std::move(*fds);

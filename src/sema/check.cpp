@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -1420,6 +1421,39 @@ bool check_named_args(const lang::Program& program, const TypedProgram& out, con
   return false;
 }
 
+// The bytes of ring buffer records one run of the BEGIN and END probes can
+// send, when only they send records (exit() aside) and no loop in them can
+// repeat one; 0 when unbounded. The runtime sizes the ring buffer to it
+// (each run is read before the next), which keeps `BEGIN { ... exit(); }`
+// from mapping a buffer it never fills.
+uint32_t begin_end_record_bytes(const lang::Program& program, const TypedProgram& out,
+                                const std::vector<std::vector<ResolvedAttachPoint>>& resolved) {
+  if (out.streams_output || out.uses_ustack || out.uses_kstack) return 0;
+  auto begin_end = [&](uint32_t probe) {
+    return std::all_of(resolved[probe].begin(), resolved[probe].end(),
+                       [](const auto& p) { return p.kind == ProbeKind::Begin || p.kind == ProbeKind::End; });
+  };
+  std::function<bool(const std::vector<lang::StmtId>&)> loops = [&](const std::vector<lang::StmtId>& body) {
+    for (lang::StmtId id : body) {
+      const auto& st = program.stmt(id);
+      if (st.kind == lang::StmtKind::While || st.kind == lang::StmtKind::For || st.kind == lang::StmtKind::Unroll)
+        return true;
+      if (loops(st.body) || loops(st.else_body)) return true;
+    }
+    return false;
+  };
+  uint64_t bytes = 0;
+  for (const auto& a : out.actions) {
+    if (!begin_end(a.probe_index)) {
+      if (a.kind != ActionKind::Exit) return 0;
+      continue;
+    }
+    if (loops(program.probes[a.probe_index].body)) return 0;
+    bytes += 8 + ((a.record_size + 7) & ~7u);  // the ring buffer's header, and the record padded to 8
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+}
+
 }  // namespace
 
 std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags) {
@@ -1563,6 +1597,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
     });
     if (output && hot) out.streams_output = true;
   }
+  out.begin_end_record_bytes = begin_end_record_bytes(program, out, resolved);
 
   // Program units: one per target when the body depends on it, else one per kind.
   for (uint32_t i = 0; i < program.probes.size(); ++i) {

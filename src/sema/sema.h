@@ -238,6 +238,10 @@ struct TypedProgram {
   // BEGIN/END: such programs get a large ring buffer (the printf target of
   // DESIGN.md), the others a small one (RSS).
   bool streams_output = false;
+  // Without streams_output: the bytes of records one run of BEGIN and END
+  // can send, or 0 when a loop makes it unbounded or other probes send more
+  // than exit().
+  uint32_t begin_end_record_bytes = 0;
 
   const Type& type_of(lang::ExprId e) const { return expr_types[e]; }
 };
