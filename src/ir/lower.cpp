@@ -846,6 +846,12 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
         return int_val(b_.load(static_cast<uint8_t>(t.size), a.reg, 0), t);
       }
       if (t.kind == TypeKind::Bool) return bool_of_val(a);
+      if (t.is_pointer && a.type.kind == TypeKind::Int && !a.type.is_pointer && a.type.size < 8) {
+        // A narrower integer becomes an address zero-extended, as in
+        // bpftrace (LLVM's inttoptr): (uint8 *)-1 is 0xff.
+        Val v = narrow(a, Type::integer(a.type.size, false));
+        return v.constant ? constant(*v.constant, t) : int_val(materialize_int(v), t);
+      }
       return narrow(a, t);
     }
     case ExprKind::Tuple: {
@@ -858,6 +864,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::IncDec: return inc_dec(e, t);
     case ExprKind::Sizeof:
     case ExprKind::Offsetof: return constant(p_.const_of[id].value_or(0), t);
+    case ExprKind::Typeof: std::unreachable();  // sema rejects a typeof() outside a type
     case ExprKind::Index: {
       const Type& bt = p_.type_of(e.args[0]);
       Val base = expr(e.args[0]);

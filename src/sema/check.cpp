@@ -354,8 +354,9 @@ void Checker::let(const Stmt& s) {
   // `let $x;` takes its type from the first assignment; `let $x: T`
   // fixes it (integers narrower than 64 bits are truncated on store).
   Type t = Type::none();
-  if (!s.type_name.empty()) {
-    auto declared = let_type(s.type_name, s.loc);
+  const bool typed = !s.type_name.empty() || s.type_of != kNone;
+  if (typed) {
+    auto declared = s.type_of != kNone ? typeof_type(s.type_of, s.type_name, s.loc) : let_type(s.type_name, s.loc);
     if (!declared) return;
     t = *declared;
   }
@@ -364,7 +365,7 @@ void Checker::let(const Stmt& s) {
     Type u;
     if (vt.kind == TypeKind::None) {
       error(ast_.expr(s.value).loc, "expression has no value to assign");
-    } else if (s.type_name.empty()) {
+    } else if (!typed) {
       t = vt;
     } else if (!unify(t, vt, u) || (t.is_string() && vt.size > t.size)) {
       error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable is "
@@ -374,7 +375,7 @@ void Checker::let(const Stmt& s) {
   }
   if (t.is_record() && !copyable_record(t, s.loc)) return;
   out_.var_of[s.target] = declare_var(target.name, t);
-  if (!s.type_name.empty()) declared_vars_.insert(out_.var_of[s.target]);
+  if (typed) declared_vars_.insert(out_.var_of[s.target]);
   set(s.target, out_.var_types[out_.var_of[s.target]]);
 }
 
@@ -1166,8 +1167,8 @@ Type Checker::expr(ExprId id) {
     }
     case ExprKind::Cast: {
       Type t = expr(e.args[0]);
-      if (e.name.ends_with("]")) return set(id, array_cast(e, t));
-      auto to = type_of_name(e.name, e.loc);
+      if (e.name.ends_with("]") && e.type_of == kNone) return set(id, array_cast(e, t));
+      auto to = e.type_of != kNone ? typeof_type(e.type_of, e.name, e.loc) : type_of_name(e.name, e.loc);
       if (!to) return set(id, Type::none());
       if (to->is_record()) {
         error(e.loc, fmt::format("Cannot cast to \"{}\": only pointers to structs are supported", e.name));
@@ -1179,7 +1180,9 @@ Type Checker::expr(ExprId id) {
         return set(id, *to);
       if (!t.is_int()) {
         // An operand that already failed was reported there.
-        if (t.kind != TypeKind::None) error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
+        if (t.kind != TypeKind::None)
+          error(e.loc,
+                fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.type_of != kNone ? to->name() : e.name));
         return set(id, Type::none());
       }
       // A cast keeps the address space a pointer came from (user memory
@@ -1245,20 +1248,41 @@ Type Checker::expr(ExprId id) {
         out_.const_of[id] = size;
         return set(id, Type::integer(8, false));
       }
-      if (auto ct = int_type(e.name)) {
-        out_.const_of[id] = ct->size;
+      if (e.type_of != kNone) {
+        auto t = typeof_type(e.type_of, e.name, e.loc);
+        if (!t) return set(id, Type::none());
+        uint32_t size = t->field_size();
+        if (t->is_record()) size = out_.btf->size_of(t->btf_id).value_or(0);
+        out_.const_of[id] = size;
         return set(id, Type::integer(8, false));
       }
+      // T[N][M]: N * M elements of T.
       std::string_view n = e.name;
-      std::optional<uint32_t> tid = n.ends_with("*") ? std::optional<uint32_t>(0) : out_.btf->find_type(n);
-      std::optional<uint32_t> size = n.ends_with("*") ? std::optional<uint32_t>(8) : tid ? out_.btf->size_of(*tid) : std::nullopt;
-      if (!size) {
+      uint64_t count = 1;
+      while (n.ends_with("]")) {
+        const size_t open = n.rfind('[');
+        uint32_t k = 0;
+        auto [p, ec] = std::from_chars(n.data() + open + 1, n.data() + n.size() - 1, k);
+        if (open == std::string_view::npos || ec != std::errc() || p != n.data() + n.size() - 1) break;
+        count *= k;
+        n = n.substr(0, open);
+        while (n.ends_with(' ')) n.remove_suffix(1);
+      }
+      std::optional<uint32_t> size;
+      if (auto ct = int_type(n)) size = ct->size;
+      else if (n.ends_with("*")) size = 8;
+      else if (auto tid = out_.btf->find_type(n)) size = out_.btf->size_of(*tid);
+      if (!size || n.ends_with("]")) {
         error(e.loc, fmt::format("Unknown type: {}", e.name));
         return set(id, Type::none());
       }
-      out_.const_of[id] = *size;
+      out_.const_of[id] = static_cast<int64_t>(*size * count);
       return set(id, Type::integer(8, false));
     }
+    case ExprKind::Typeof:
+      error(e.loc, "When used as a call argument, `typeof` builtin only valid for macro calls that are expecting a "
+                   "type parameter");
+      return set(id, Type::none());
     case ExprKind::Offsetof: {
       auto sid = out_.btf->find_struct(e.name);
       if (!sid) {

@@ -483,6 +483,20 @@ TEST(Sema, ForMapLoops) {
 
 // Block scoping that is valid: sibling blocks may reuse a name; an outer
 // variable is visible inside nested blocks.
+TEST(Sema, TypeofTypes) {
+  check_ok({
+      {"BEGIN { $x = (int16)1; let $y: typeof($x); $y = 2; @y = $y; @p = (typeof($x) *)0; @s = sizeof(typeof($x)[3]); }",
+       "@y[]=int64/plain;@p[]=int16 */plain;@s[]=uint64/plain", "",
+       {{"(typeof($x) *)0", "int16 *"}, {"sizeof(typeof($x)[3])", "uint64"}}},
+      {"BEGIN { let $y: typeof(1); @y = $y; }", "@y[]=int64/plain"},
+      {"BEGIN { let $a: typeof(size_t) = 1; @c = (char)1; @u = (uint64_t)1; @a = $a; }",
+       "@c[]=int64/plain;@u[]=uint64/plain;@a[]=uint64/plain", "", {{"(char)1", "int8"}, {"(uint64_t)1", "uint64"}}},
+  });
+  check_err({
+      {"BEGIN { print(typeof(uint8)); }", "`typeof` builtin only valid for macro calls"},
+  });
+}
+
 TEST(Sema, BlockScoping) {
   check_ok({
       {"BEGIN { if (1) { $x = 1; @a = $x; } else { $x = \"s\"; @b = $x; } }", "@a[]=int64/plain;@b[]=string[2]/plain"},
