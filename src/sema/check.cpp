@@ -1272,6 +1272,8 @@ Type Checker::expr(ExprId id) {
       if (auto ct = int_type(n)) size = ct->size;
       else if (n.ends_with("*")) size = 8;
       else if (auto tid = out_.btf->find_type(n)) size = out_.btf->size_of(*tid);
+      // A bare name that is no type may be an enum value: an int64 constant.
+      else if (count == 1 && n.find(' ') == std::string_view::npos && out_.btf->enum_value(n)) size = 8;
       if (!size || n.ends_with("]")) {
         error(e.loc, fmt::format("Unknown type: {}", e.name));
         return set(id, Type::none());

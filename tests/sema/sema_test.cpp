@@ -489,6 +489,7 @@ TEST(Sema, TypeofTypes) {
        "@y[]=int64/plain;@p[]=int16 */plain;@s[]=uint64/plain", "",
        {{"(typeof($x) *)0", "int16 *"}, {"sizeof(typeof($x)[3])", "uint64"}}},
       {"BEGIN { let $y: typeof(1); @y = $y; }", "@y[]=int64/plain"},
+      {"BEGIN { @s = sizeof(BTF_VAR_STATIC); }", "@s[]=uint64/plain", "", {{"sizeof(BTF_VAR_STATIC)", "uint64"}}},
       {"BEGIN { let $a: typeof(size_t) = 1; @c = (char)1; @u = (uint64_t)1; @a = $a; }",
        "@c[]=int64/plain;@u[]=uint64/plain;@a[]=uint64/plain", "", {{"(char)1", "int8"}, {"(uint64_t)1", "uint64"}}},
   });
