@@ -188,6 +188,10 @@ int32_t Checker::declare_var(const std::string& name, const Type& t) {
     out_.var_types.push_back(*first);
   } else if (first && (t.is_string() || t.is_tuple()) && unify(*first, t, widest) && widest.kind == t.kind) {
     out_.var_types.push_back(widest);
+  } else if (final_ && t.kind == TypeKind::None) {
+    // `let $x;`: the type its assignments gave it in the first pass (so a
+    // read before them sees it); never assigned, an int64 that reads as 0.
+    out_.var_types.push_back(first && first->kind != TypeKind::None ? *first : Type::integer(8, true));
   } else {
     out_.var_types.push_back(t);
   }

@@ -503,6 +503,9 @@ TEST(Sema, BlockScoping) {
       {"BEGIN { if (1) { $x = 1; @a = $x; } else { $x = \"s\"; @b = $x; } }", "@a[]=int64/plain;@b[]=string[2]/plain"},
       {"BEGIN { $x = 1; if (1) { if (1) { @a = $x; } } }", "@a[]=int64/plain"},
       {"BEGIN { $x = 1; if (1) { $x = 2; } @a = $x; }", "@a[]=int64/plain"},
+      // `let $x;` takes its type from later assignments; never assigned, it is an int64.
+      {"BEGIN { let $x; if ($x) { $x = 1; } @a = $x; let $s; if ($s == \"\") { $s = \"ab\"; } @b = $s; let $n; @c = $n; }",
+       "@a[]=int64/plain;@b[]=string[3]/plain;@c[]=int64/plain"},
   });
 }
 
