@@ -870,8 +870,19 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       Val base = expr(e.args[0]);
       if (bt.is_string()) {
         base = addressable(base);
-        VregId c = b_.load(1, base.reg, static_cast<int32_t>(ast_.expr(e.args[1]).ival));
-        return int_val(extend(c, 1, true), t);
+        if (const auto k = p_.const_of[e.args[1]]) return int_val(extend(b_.load(1, base.reg, static_cast<int32_t>(*k)), 1, true), t);
+        // A computed index: the byte when the index is below the capacity
+        // (which also bounds the access for the verifier), else 0.
+        VregId i = materialize_int(expr(e.args[1]));
+        VregId out = b_.vreg();
+        b_.imm_to(out, 0);
+        BlockId in = b_.new_block(), done = b_.new_block();
+        b_.branch_imm(ir::Cond::Lt, i, bt.size, in, done);
+        b_.set_block(in);
+        b_.mov_to(out, extend(b_.load(1, b_.alu(AluOp::Add, base.reg, i), 0), 1, true));
+        b_.jump(done);
+        b_.set_block(done);
+        return int_val(out, t);
       }
       if (bt.kind == TypeKind::Array) {
         base = addressable(base);
@@ -879,7 +890,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       }
       if (bt.is_tuple()) {
         base = addressable(base);
-        uint32_t off = bt.offsets[ast_.expr(e.args[1]).ival];
+        uint32_t off = bt.offsets[static_cast<size_t>(p_.const_of[e.args[1]].value_or(0))];
         if (t.is_int()) return int_val(load_field(base.reg, off, t), t);
         return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
       }

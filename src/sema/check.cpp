@@ -579,7 +579,7 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Functi
 }
 
 // A compile-time integer constant: literals, negated literals, numeric
-// positionals, integer getopt().
+// positionals, integer getopt(), and arithmetic on constants (1 + 1).
 std::optional<int64_t> Checker::constant(ExprId id) {
   const Expr& e = ast_.expr(id);
   expr(id);
@@ -587,6 +587,24 @@ std::optional<int64_t> Checker::constant(ExprId id) {
   if (e.kind == ExprKind::Unary && e.op == Op::Neg) {
     auto v = constant(e.args[0]);
     if (v) return -*v;
+  }
+  if (e.kind == ExprKind::Binary && out_.type_of(id).is_int() && !out_.type_of(id).is_pointer) {
+    auto a = constant(e.args[0]), b = constant(e.args[1]);
+    if (!a || !b) return std::nullopt;
+    const auto ua = static_cast<uint64_t>(*a), ub = static_cast<uint64_t>(*b);
+    switch (e.op) {
+      case Op::Add: return static_cast<int64_t>(ua + ub);
+      case Op::Sub: return static_cast<int64_t>(ua - ub);
+      case Op::Mul: return static_cast<int64_t>(ua * ub);
+      case Op::Div: return *b == 0 || (*a == INT64_MIN && *b == -1) ? std::nullopt : std::optional(*a / *b);
+      case Op::Mod: return *b == 0 || (*a == INT64_MIN && *b == -1) ? std::nullopt : std::optional(*a % *b);
+      case Op::BAnd: return *a & *b;
+      case Op::BOr: return *a | *b;
+      case Op::BXor: return *a ^ *b;
+      case Op::Shl: return ub < 64 ? std::optional(static_cast<int64_t>(ua << ub)) : std::nullopt;
+      case Op::Shr: return ub < 64 ? std::optional(static_cast<int64_t>(ua >> ub)) : std::nullopt;
+      default: return std::nullopt;
+    }
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
   // A #define, an enum or a named constant.
@@ -1130,10 +1148,15 @@ Type Checker::expr(ExprId id) {
         return set(id, Type::none());
       }
       if (bt.is_string()) {
+        // A constant index must be in bounds; another is checked when the
+        // probe runs (a byte past the string reads as 0).
         const Expr& index = ast_.expr(e.args[1]);
-        if (index.kind != ExprKind::Integer || index.ival >= bt.size) {
-          error(index.loc, fmt::format("a string index must be a constant below {}", bt.size));
-          return set(id, Type::none());
+        if (auto k = constant(e.args[1])) {
+          if (*k < 0 || static_cast<uint64_t>(*k) >= bt.size) {
+            error(index.loc, fmt::format("the index {} is out of bounds for array of size {}", *k, bt.size));
+            return set(id, Type::none());
+          }
+          out_.const_of[e.args[1]] = *k;
         }
         return set(id, Type::integer(1, true));
       }
@@ -1146,12 +1169,19 @@ Type Checker::expr(ExprId id) {
         return set(id, bt.elems[0]);
       }
       if (bt.is_tuple()) {
+        // $t[1 + 1]: the index must be a constant (0.26 folds it).
         const Expr& index = ast_.expr(e.args[1]);
-        if (index.kind != ExprKind::Integer || index.ival >= bt.elems.size()) {
-          error(index.loc, fmt::format("a tuple index must be a constant below {}", bt.elems.size()));
+        auto k = constant(e.args[1]);
+        if (!k) {
+          error(index.loc, "Array-style access for tuples only valid for integer literals");
           return set(id, Type::none());
         }
-        return set(id, bt.elems[index.ival]);
+        if (*k < 0 || static_cast<uint64_t>(*k) >= bt.elems.size()) {
+          error(index.loc, fmt::format("Invalid tuple index: {}. Found {} elements in tuple.", *k, bt.elems.size()));
+          return set(id, Type::none());
+        }
+        out_.const_of[e.args[1]] = *k;
+        return set(id, bt.elems[*k]);
       }
       if (bt.is_record()) {
         // An array member of a kernel struct: a[i] reads one element.
