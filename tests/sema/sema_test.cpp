@@ -610,6 +610,12 @@ TEST(Sema, PositionalParameters) {
   ASSERT_TRUE(s.typed.has_value()) << s.diags;
   EXPECT_EQ(describe_maps(*s.typed), "@s[]=string[4]/plain;@n[]=string[21]/plain;@u[]=int64/plain;@t[]=string[1]/plain");
 
+  // str($N + k): the text from byte k on, a constant.
+  auto k = run("BEGIN { @a = str($1 + 1); @b = str($1 + 2, 2); }", {"hello"});
+  ASSERT_TRUE(k.typed.has_value()) << k.diags;
+  EXPECT_EQ(describe_maps(*k.typed), "@a[]=string[5]/plain;@b[]=string[3]/plain");
+  EXPECT_EQ(k.typed->const_strings, (std::vector<std::string>{"ello", "ll"}));
+
   auto p = run("interval:ms:$1 { } profile:hz:$2 { } software:cpu-clock:$1 { }", {"100", "99"});
   ASSERT_TRUE(p.typed.has_value()) << p.diags;
   EXPECT_EQ(describe_units(*p.typed), "3:1,1,1");
