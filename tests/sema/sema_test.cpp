@@ -403,6 +403,19 @@ TEST(Sema, GetoptOptions) {
             "16,1,hello");
   EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"f\", true); @c = getopt(\"s\", \"x\"); }", {}), "1,1,x");
   EXPECT_EQ(run("BEGIN { @b = getopt(\"f\", true); }", {{"f", "false"}}), "0");
+  // A non-negative default makes the option unsigned: all 64 bits, a uint64 past INT64_MAX.
+  EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"m\", -1); }",
+                {{"n", "0xffffffffffffffff"}, {"m", "-10"}}),
+            "-1,-10");
+  {
+    Options options;
+    options.named_args = {{"n", "0xffffffffffffffff"}};
+    auto a = analyse_text("BEGIN { @a = getopt(\"n\", 1); }", options);
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    EXPECT_EQ(describe_maps(*a.typed), "@a[]=uint64/plain");
+  }
+  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "0x1ffffffffffffffff"}}).find("value is out of range"),
+            std::string::npos);
   EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"m", "1"}}).find("unexpected program command line options: --m"),
             std::string::npos);
   EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "x"}}).find("program command line option --n invalid integer (value: x)"),
