@@ -145,13 +145,16 @@ constexpr Function kContext[] = {
            return l.int_val(l.b_.load(8, l.ctx_, 80), t);  // pt_regs->ax
          },
      .variable = true},
-    // ctx: an iterator's context struct (bpf_iter__NAME), typed from BTF.
+    // ctx: an iterator's context struct (bpf_iter__NAME), typed from BTF;
+    // in other probes the program's context as an untyped pointer, which a
+    // cast gives a type ((struct x *)ctx).
     {.name = "ctx",
      .check =
          [](Checker& c, ExprId, const Expr& e) {
            const sema::ResolvedAttachPoint* iter = nullptr;
            for (const auto& p : *c.points_) iter = p.kind == ProbeKind::Iter ? &p : iter;
-           if (!iter || c.points_->size() != 1) {
+           if (!iter) return Type::pointer(Type::none(), sema::AddrSpace::Kernel);
+           if (c.points_->size() != 1) {
              c.error(e.loc, "ctx is only available in iter probes here");
              return Type::none();
            }

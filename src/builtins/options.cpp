@@ -8,6 +8,18 @@ namespace bpfscope::builtins {
 namespace {
 
 // Why a --name=VALUE is not an integer, in bpftrace 0.26's words.
+// An unsigned option's value as bpftrace's to_uint reads it: decimal, 0x hex
+// or 0 octal, the whole text, at most UINT64_MAX (as an int64's bits).
+std::optional<int64_t> parse_uint_param(std::string_view v) {
+  const std::string text(v);
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long u = std::strtoull(text.c_str(), &end, 0);
+  if (errno == ERANGE || end == text.c_str() || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(u);
+}
+
 std::string named_int_error(std::string_view v) {
   std::string_view digits = v.starts_with('-') ? v.substr(1) : v;
   if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits[0]))) return "invalid integer";
@@ -92,6 +104,9 @@ constexpr Function kOptions[] = {
        }
        enum class Kind { Bool, Int, String } kind = Kind::Bool;
        int64_t ival = 0;
+       // A default that is a non-negative literal makes the option unsigned
+       // (bpftrace's uint64): --n=0xffffffffffffffff is 18446744073709551615.
+       bool is_unsigned = false;
        std::string sval;
        if (e.args.size() >= 2) {
          const Expr& d = c.ast_.expr(e.args[1]);
@@ -103,6 +118,7 @@ constexpr Function kOptions[] = {
          } else if (auto value = c.constant(e.args[1])) {
            kind = text == "true" || text == "false" ? Kind::Bool : Kind::Int;
            ival = *value;
+           is_unsigned = kind == Kind::Int && d.kind == ExprKind::Integer;
          } else {
            c.error(d.loc, "getopt(): the default must be a literal (bool, integer or string)");
            return Type::none();
@@ -133,7 +149,7 @@ constexpr Function kOptions[] = {
                bad_value("expects a boolean (e.g. 'true')");
              break;
            case Kind::Int: {
-             auto parsed = v ? parse_int_param(*v) : std::nullopt;
+             auto parsed = !v ? std::nullopt : is_unsigned ? parse_uint_param(*v) : parse_int_param(*v);
              if (parsed)
                ival = *parsed;
              else
@@ -159,7 +175,11 @@ constexpr Function kOptions[] = {
          return Type::string(static_cast<uint32_t>(sval.size() + 1));
        }
        c.out_.const_of[id] = ival;
-       return kind == Kind::Bool ? Type::boolean() : Type::integer(8, true);
+       if (kind == Kind::Bool) return Type::boolean();
+       // A value past INT64_MAX is a uint64; a smaller one stays an int64,
+       // which prints the same and keeps signed arithmetic where a script
+       // mixes it with negative values.
+       return Type::integer(8, !(is_unsigned && ival < 0));
      },
      .lower = [](Lowerer& l, ExprId id, const Expr& /*e*/, const Type& t) -> Val {
        int64_t v = l.p_.const_of[id].value_or(0);

@@ -16,6 +16,36 @@ bool two_strings(Checker& c, const Expr& e) {
   return true;
 }
 
+// str($N + k): the parameter's text from its k-th byte on, as if $N were a
+// pointer to it (bpftrace folds it when compiling); str($N + k, n) keeps n
+// bytes of that. k may be at most the text's length.
+Type positional_suffix(Checker& c, ExprId id, const Expr& e) {
+  const Expr& sum = c.ast_.expr(e.args[0]);
+  const Expr& param = c.ast_.expr(sum.args[0]);
+  const bool given = param.ival >= 1 && param.ival <= c.out_.positional.size();
+  std::string text = given ? c.out_.positional[param.ival - 1] : "";
+  c.set(sum.args[0], Type::string(static_cast<uint32_t>(text.size() + 1)));
+  auto k = c.constant(sum.args[1]);
+  if (!k || *k < 0 || static_cast<uint64_t>(*k) > text.size()) {
+    c.error(sum.loc, fmt::format("str($N + k): k must be a constant from 0 to the parameter's length ({})",
+                                 text.size()));
+    return Type::none();
+  }
+  text = text.substr(static_cast<size_t>(*k));
+  if (e.args.size() == 2) {
+    auto n = c.constant(e.args[1]);
+    if (!n || *n < 1) {
+      c.error(c.ast_.expr(e.args[1]).loc, "str(): the length must be a positive integer");
+      return Type::none();
+    }
+    if (static_cast<uint64_t>(*n) < text.size()) text.resize(static_cast<size_t>(*n));
+  }
+  c.set(e.args[0], Type::string(static_cast<uint32_t>(text.size() + 1)));
+  c.out_.const_of[id] = static_cast<int64_t>(c.out_.const_strings.size());
+  c.out_.const_strings.push_back(text);
+  return Type::string(std::min<uint32_t>(static_cast<uint32_t>(text.size() + 1), c.out_.config.max_strlen));
+}
+
 constexpr Function kStrings[] = {
     {.name = "str",
      .min_args = 1,
@@ -24,6 +54,9 @@ constexpr Function kStrings[] = {
        // str($N) is the parameter's text, whether or not it reads as a number
        // (known when compiling: kaddr(str($1))).
        const Expr& arg = c.ast_.expr(e.args[0]);
+       if (arg.kind == ExprKind::Binary && arg.op == lang::Op::Add &&
+           c.ast_.expr(arg.args[0]).kind == ExprKind::Positional)
+         return positional_suffix(c, id, e);
        Type t = c.expr(e.args[0]);
        if (arg.kind == ExprKind::Positional) {
          c.out_.const_of[e.args[0]].reset();
@@ -55,7 +88,13 @@ constexpr Function kStrings[] = {
        }
        return Type::string(cap);
      },
-     .lower = [](Lowerer& l, ExprId /*id*/, const Expr& e, const Type& t) -> Val {
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       if (l.ast_.expr(e.args[0]).kind == ExprKind::Binary) {
+         // str($N + k): sema's constant.
+         Val s = l.string_literal(l.p_.const_strings[static_cast<size_t>(l.p_.const_of[id].value_or(0))]);
+         s.type = t;
+         return s;
+       }
        Val src = l.expr(e.args[0]);
        if (src.type.is_string()) {
          if (src.literal) {

@@ -846,6 +846,12 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
         return int_val(b_.load(static_cast<uint8_t>(t.size), a.reg, 0), t);
       }
       if (t.kind == TypeKind::Bool) return bool_of_val(a);
+      if (t.is_pointer && a.type.kind == TypeKind::Int && !a.type.is_pointer && a.type.size < 8) {
+        // A narrower integer becomes an address zero-extended, as in
+        // bpftrace (LLVM's inttoptr): (uint8 *)-1 is 0xff.
+        Val v = narrow(a, Type::integer(a.type.size, false));
+        return v.constant ? constant(*v.constant, t) : int_val(materialize_int(v), t);
+      }
       return narrow(a, t);
     }
     case ExprKind::Tuple: {
@@ -858,13 +864,25 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
     case ExprKind::IncDec: return inc_dec(e, t);
     case ExprKind::Sizeof:
     case ExprKind::Offsetof: return constant(p_.const_of[id].value_or(0), t);
+    case ExprKind::Typeof: std::unreachable();  // sema rejects a typeof() outside a type
     case ExprKind::Index: {
       const Type& bt = p_.type_of(e.args[0]);
       Val base = expr(e.args[0]);
       if (bt.is_string()) {
         base = addressable(base);
-        VregId c = b_.load(1, base.reg, static_cast<int32_t>(ast_.expr(e.args[1]).ival));
-        return int_val(extend(c, 1, true), t);
+        if (const auto k = p_.const_of[e.args[1]]) return int_val(extend(b_.load(1, base.reg, static_cast<int32_t>(*k)), 1, true), t);
+        // A computed index: the byte when the index is below the capacity
+        // (which also bounds the access for the verifier), else 0.
+        VregId i = materialize_int(expr(e.args[1]));
+        VregId out = b_.vreg();
+        b_.imm_to(out, 0);
+        BlockId in = b_.new_block(), done = b_.new_block();
+        b_.branch_imm(ir::Cond::Lt, i, bt.size, in, done);
+        b_.set_block(in);
+        b_.mov_to(out, extend(b_.load(1, b_.alu(AluOp::Add, base.reg, i), 0), 1, true));
+        b_.jump(done);
+        b_.set_block(done);
+        return int_val(out, t);
       }
       if (bt.kind == TypeKind::Array) {
         base = addressable(base);
@@ -872,7 +890,7 @@ Val Lowerer::expr_inner(ExprId id, const Expr& e, const Type& t) {
       }
       if (bt.is_tuple()) {
         base = addressable(base);
-        uint32_t off = bt.offsets[ast_.expr(e.args[1]).ival];
+        uint32_t off = bt.offsets[static_cast<size_t>(p_.const_of[e.args[1]].value_or(0))];
         if (t.is_int()) return int_val(load_field(base.reg, off, t), t);
         return Val{.reg = b_.alu_imm(AluOp::Add, base.reg, off), .type = t};
       }

@@ -34,9 +34,10 @@ enum class ExprKind {
   Cast,         // (name)args[0]; name is the type text, spaced as in "uint8", "struct sock *", "int8 **", "uint8[4]", "int8[]"
   Tuple,        // (args...), or a record (a=args[0], b=args[1]) when field_names is set
   IncDec,       // op is PreInc, PreDec, PostInc or PostDec; args[0] is a Variable or Map
-  Sizeof,       // sizeof(name) when type_arg, else sizeof(args[0])
+  Sizeof,       // sizeof(name) when type_arg (a type: name and type_of), else sizeof(args[0])
   Offsetof,     // offsetof(name, sval-field), or offsetof(args[0], sval-field) when name is empty; sval may be "a.b"
   Block,        // { body; args[0] }: an expanded macro; no args when it has no value (statement use only)
+  Typeof,       // typeof(T) when type_arg (a type: name and type_of), else typeof(args[0]): a macro's type argument
 };
 
 enum class Op {
@@ -61,7 +62,11 @@ struct Expr {
   std::string name;
   std::string sval;
   bool arrow = false;     // Field: written with "->"
-  bool type_arg = false;  // Sizeof: the argument is a type name in `name`
+  bool type_arg = false;  // Sizeof, Typeof: the argument is a type (`name`, `type_of`)
+  // Cast, Sizeof and Typeof with type_arg: the type written as typeof(expr)
+  // (plus '*'s and [N]s): its base is the type of this expression, never
+  // evaluated, and `name` holds only the suffix ("", " *", "[2]").
+  ExprId type_of = kNone;
   std::vector<ExprId> args;
   std::vector<StmtId> body;  // Block: its statements
   // Tuple: a record's field names, one per arg (empty: a plain tuple). Call:
@@ -94,6 +99,7 @@ struct Stmt {
   Op op = Op::None;       // Assign: compound operator (Add for +=, ...)
   std::string iter_var;   // For: "$kv"
   std::string type_name;  // Let: declared type, if any
+  ExprId type_of = kNone;  // Let: the declared type is typeof(type_of) + type_name's suffix (see Expr::type_of)
   std::vector<StmtId> body;
   std::vector<StmtId> else_body;
   bool has_else = false;

@@ -106,8 +106,10 @@ class Dumper {
         return expr(depth + 1, s.value);
       case StmtKind::Let: {
         std::string text = "let " + (s.target != kNone ? p_.expr(s.target).name : std::string("?"));
-        if (!s.type_name.empty()) text += ": " + s.type_name;
+        if (s.type_of != kNone) text += ": typeof(...)" + s.type_name;
+        else if (!s.type_name.empty()) text += ": " + s.type_name;
         line(depth, text);
+        if (s.type_of != kNone) expr(depth + 1, s.type_of);
         if (s.value != kNone) expr(depth + 1, s.value);
         return;
       }
@@ -175,7 +177,7 @@ class Dumper {
       case ExprKind::Ternary: line(depth, e.args.size() == 2 ? "ternary ?:" : "ternary"); break;
       case ExprKind::Field: line(depth, fmt::format("field {}{}", e.arrow ? "->" : ".", e.name)); break;
       case ExprKind::Index: line(depth, "index"); break;
-      case ExprKind::Cast: line(depth, "cast " + e.name); break;
+      case ExprKind::Cast: line(depth, "cast " + type_text(e)); break;
       case ExprKind::Tuple: {
         std::string names;
         for (const auto& n : e.field_names) names += " " + n;
@@ -183,7 +185,8 @@ class Dumper {
         break;
       }
       case ExprKind::IncDec: line(depth, fmt::format("incdec {}", op_name(e.op))); break;
-      case ExprKind::Sizeof: line(depth, e.type_arg ? "sizeof " + e.name : std::string("sizeof")); break;
+      case ExprKind::Sizeof: line(depth, e.type_arg ? "sizeof " + type_text(e) : std::string("sizeof")); break;
+      case ExprKind::Typeof: line(depth, e.type_arg ? "typeof " + type_text(e) : std::string("typeof")); break;
       case ExprKind::Offsetof:
         line(depth, e.name.empty() ? "offsetof " + e.sval : fmt::format("offsetof {}, {}", e.name, e.sval));
         break;
@@ -192,8 +195,12 @@ class Dumper {
         stmts(depth + 1, e.body);
         break;
     }
+    if (e.type_of != kNone) expr(depth + 1, e.type_of);
     for (ExprId a : e.args) expr(depth + 1, a);
   }
+
+  // A written type; "typeof(...)" stands for a type_of expression, dumped below it.
+  static std::string type_text(const Expr& e) { return e.type_of != kNone ? "typeof(...)" + e.name : e.name; }
 
   const Program& p_;
   std::string out_;

@@ -85,7 +85,7 @@ class Expander {
     if (s.kind == StmtKind::Expr) {
       expand(s.expr, true);
     } else {
-      for (ExprId e : {s.expr, s.range_end, s.target, s.value})
+      for (ExprId e : {s.expr, s.range_end, s.target, s.value, s.type_of})
         if (e != kNone) expand(e, false);
     }
     stmts(s.body);
@@ -125,6 +125,7 @@ class Expander {
   void expand(ExprId id, bool stmt_ok) {
     if (stop_) return;
     const Expr e = p_.exprs[id];
+    if (e.type_of != kNone) expand(e.type_of, false);
     for (ExprId a : e.args) expand(a, false);
     stmts(e.body);
     if (e.kind != ExprKind::Call && e.kind != ExprKind::Identifier) return;
@@ -210,6 +211,10 @@ class Expander {
         }
       }
     }
+    if (e.type_of != kNone) e.type_of = clone_expr(e.type_of, b);
+    const bool typed = e.kind == ExprKind::Cast || (e.kind == ExprKind::Sizeof && e.type_arg) ||
+                       (e.kind == ExprKind::Typeof && e.type_arg) || (e.kind == ExprKind::Offsetof && !e.name.empty());
+    if (b && typed) subst_type(e.name, e.type_of, e.loc, *b);
     for (ExprId& a : e.args) a = clone_expr(a, b);
     for (StmtId& s : e.body) s = clone_stmt(s, b);
     p_.exprs.push_back(std::move(e));
@@ -223,14 +228,49 @@ class Expander {
     return copy;
   }
 
+  // A type in the body named by a bare parameter takes the argument (0.26):
+  // typeof(T) gives T, typeof(expr) or another expression the type of that
+  // expression (never evaluated), an identifier its name. `text` keeps what
+  // follows the name: (a*)-1 with typeof(uint8) is (uint8 *)-1.
+  void subst_type(std::string& text, ExprId& type_of, Loc loc, const Binding& b) {
+    if (type_of != kNone) return;  // typeof(expr) names nothing
+    size_t begin = 0;
+    for (std::string_view tag : {"struct ", "union ", "enum "})
+      if (text.starts_with(tag)) begin = tag.size();
+    size_t end = text.find_first_of(" *[", begin);
+    if (end == std::string::npos) end = text.size();
+    auto it = b.exprs.find(text.substr(begin, end - begin));
+    if (it == b.exprs.end()) return;
+    const Expr arg = p_.exprs[it->second];
+    const std::string rest = text.substr(end);
+    const bool plain_type = arg.kind == ExprKind::Typeof && arg.type_arg && arg.type_of == kNone;
+    if (begin > 0) {
+      // struct a: only a bare name can follow the keyword.
+      const bool word = arg.name.find_first_of(" *[") == std::string::npos;
+      if ((arg.kind == ExprKind::Identifier || plain_type) && word) text = text.substr(0, begin) + arg.name + rest;
+      else error(loc, fmt::format("Macro argument for '{}' is not a type name", text.substr(begin, end - begin)));
+      return;
+    }
+    if (arg.kind == ExprKind::Identifier || (arg.kind == ExprKind::Typeof && arg.type_arg)) {
+      // "uint64 *" then " *" is "uint64 **".
+      text = arg.name.ends_with('*') && rest.starts_with(" *") ? arg.name + rest.substr(1) : arg.name + rest;
+      if (arg.kind == ExprKind::Typeof && arg.type_of != kNone) type_of = clone_expr(arg.type_of, nullptr);
+      return;
+    }
+    type_of = clone_expr(arg.kind == ExprKind::Typeof ? arg.args[0] : it->second, nullptr);
+    text = rest;
+  }
+
   StmtId clone_stmt(StmtId id, const Binding* b) {
     Stmt s = p_.stmts[id];
     if (b && s.kind == StmtKind::Let && s.target != kNone) {
       const std::string& name = p_.exprs[s.target].name;
       if (b->names.count(name)) error(p_.exprs[s.target].loc, fmt::format("Variable declaration shadows macro arg {}", name));
     }
-    for (ExprId* e : {&s.expr, &s.range_end, &s.target, &s.value})
+    for (ExprId* e : {&s.expr, &s.range_end, &s.target, &s.value, &s.type_of})
       if (*e != kNone) *e = clone_expr(*e, b);
+    if (b && s.kind == StmtKind::Let && (!s.type_name.empty() || s.type_of != kNone))
+      subst_type(s.type_name, s.type_of, s.loc, *b);
     if (b && !s.iter_var.empty()) s.iter_var = var_name(s.iter_var, *b);
     for (StmtId& c : s.body) c = clone_stmt(c, b);
     for (StmtId& c : s.else_body) c = clone_stmt(c, b);

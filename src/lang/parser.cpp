@@ -211,7 +211,9 @@ class Parser {
   void parse_call_args(Expr& call);
   ExprId parse_sizeof();
   ExprId parse_offsetof();
-  std::string parse_type();
+  ExprId parse_typeof();
+  std::string parse_type(ExprId* type_of = nullptr);
+  bool typeof_ahead() const { return at(Tok::Ident) && tok_.text == "typeof" && peek().kind == Tok::LParen; }
   bool cast_ahead() const;
   bool type_ahead() const;
   void check_incdec(ExprId target, Op op, Loc op_loc);
@@ -754,7 +756,7 @@ void Parser::parse_let(Stmt& s) {
   if (!at(Tok::Variable)) return unexpected("variable");
   s.target = add(ExprKind::Variable, tok_.loc(), {}, Op::None, tok_.text);
   advance();
-  if (accept(Tok::Colon)) s.type_name = parse_type();
+  if (accept(Tok::Colon)) s.type_name = parse_type(&s.type_of);
   if (accept(Tok::Assign)) s.value = parse_expr();
 }
 
@@ -930,10 +932,13 @@ ExprId Parser::parse_unary() {
   }
   if (at(Tok::LParen) && cast_ahead()) {
     advance();
-    std::string type = parse_type();
+    ExprId type_of = kNone;
+    std::string type = parse_type(&type_of);
     expect(Tok::RParen);
     const ExprId x = operand();
-    return add(ExprKind::Cast, {start, prev_end_}, {x}, Op::None, std::move(type));
+    const ExprId cast = add(ExprKind::Cast, {start, prev_end_}, {x}, Op::None, std::move(type));
+    prog_.exprs[cast].type_of = type_of;
+    return cast;
   }
   return parse_postfix();
 }
@@ -1121,6 +1126,7 @@ ExprId Parser::parse_primary() {
       break;
     case Tok::Config:  // the config builtin (config.max_strlen); `config = {` at the top is the settings block
     case Tok::Ident:
+      if (typeof_ahead()) return parse_typeof();
       e.kind = ExprKind::Identifier;
       e.name = t.text;
       if (t.text == "true" || t.text == "false") {
@@ -1206,7 +1212,7 @@ ExprId Parser::parse_sizeof() {
   if (expect(Tok::LParen)) {
     if (type_ahead()) {
       e.type_arg = true;
-      e.name = parse_type();
+      e.name = parse_type(&e.type_of);
     } else {
       e.args.push_back(parse_expr());
     }
@@ -1247,15 +1253,53 @@ ExprId Parser::parse_offsetof() {
   return add(std::move(e));
 }
 
+// typeof(T) or typeof(expr) (0.26): in an expression, a type argument for a
+// macro; in a type, that type (parse_type).
+ExprId Parser::parse_typeof() {
+  Expr e;
+  e.kind = ExprKind::Typeof;
+  e.loc.begin = tok_.begin;
+  advance();  // typeof
+  if (expect(Tok::LParen)) {
+    if (depth_ >= kMaxNesting) {
+      fail(tok_.loc(), "nesting too deep");
+    } else if (type_ahead()) {
+      e.type_arg = true;
+      ++depth_;
+      e.name = parse_type(&e.type_of);
+      --depth_;
+    } else {
+      e.args.push_back(parse_expr());
+    }
+    expect(Tok::RParen);
+  }
+  e.loc.end = prev_end_;
+  return add(std::move(e));
+}
+
 // A type name: NAME or struct|union|enum NAME, then '*'s, then [N]s. The text
-// is normalised: "struct sock *", "int32 **", "uint8[4]".
-std::string Parser::parse_type() {
-  if (!at(Tok::Ident)) {
+// is normalised: "struct sock *", "int32 **", "uint8[4]". The name may be
+// typeof(T), which is T, or typeof(expr): then *type_of is the expression
+// and the text holds only what follows it (" *", "[2]").
+std::string Parser::parse_type(ExprId* type_of) {
+  std::string type;
+  if (typeof_ahead()) {
+    const Loc loc = tok_.loc();
+    const ExprId id = parse_typeof();
+    const Expr& t = prog_.exprs[id];
+    const ExprId base = t.type_arg ? t.type_of : t.args.empty() ? kNone : t.args[0];
+    if (t.type_arg) type = t.name;
+    if (base != kNone) {
+      if (type_of) *type_of = base;
+      else fail(loc, "typeof of an expression cannot be used here: write a type name");
+    }
+  } else if (!at(Tok::Ident)) {
     unexpected("type name");
     return {};
+  } else {
+    type = tok_.text;
+    advance();
   }
-  std::string type = tok_.text;
-  advance();
   if (is_tag(type)) {
     if (!at(Tok::Ident)) {
       unexpected("identifier");
@@ -1266,7 +1310,7 @@ std::string Parser::parse_type() {
   }
   std::string stars;
   while (accept(Tok::Star)) stars += '*';
-  if (!stars.empty()) type += ' ' + stars;
+  if (!stars.empty()) type += (type.ends_with('*') ? "" : " ") + stars;
   while (accept(Tok::LBracket)) {
     if (accept(Tok::RBracket)) {  // int8[]: the size from what is cast
       type += "[]";
@@ -1289,7 +1333,16 @@ std::string Parser::parse_type() {
 bool Parser::cast_ahead() const {
   Token t = lexer_.lex(tok_.end);
   if (t.kind != Tok::Ident || is_builtin(t.text)) return false;
-  if (is_tag(t.text)) {
+  if (t.text == "typeof" && lexer_.lex(t.end).kind == Tok::LParen) {
+    // (typeof(...)): the type of what the parentheses hold.
+    int depth = 0;
+    do {
+      t = lexer_.lex(t.end);
+      if (t.kind == Tok::LParen) ++depth;
+      if (t.kind == Tok::RParen) --depth;
+    } while (depth > 0 && t.kind != Tok::Eof);
+    if (t.kind != Tok::RParen) return false;
+  } else if (is_tag(t.text)) {
     t = lexer_.lex(t.end);
     if (t.kind != Tok::Ident) return false;
   }
@@ -1306,12 +1359,21 @@ bool Parser::cast_ahead() const {
 }
 
 // Inside sizeof(: a type rather than an expression?
+// A name followed by '*'s and [N]s is a type (sizeof(uint64 *[2])); so is
+// typeof(...).
 bool Parser::type_ahead() const {
   if (!at(Tok::Ident)) return false;
-  if (is_tag(tok_.text) || is_scalar_type(tok_.text)) return true;
+  if (is_tag(tok_.text) || is_scalar_type(tok_.text) || typeof_ahead()) return true;
   if (is_builtin(tok_.text)) return false;
   Token t = peek();
   while (t.kind == Tok::Star) t = lexer_.lex(t.end);
+  while (t.kind == Tok::LBracket) {
+    t = lexer_.lex(t.end);
+    if (t.kind != Tok::Int) return false;
+    t = lexer_.lex(t.end);
+    if (t.kind != Tok::RBracket) return false;
+    t = lexer_.lex(t.end);
+  }
   return t.kind == Tok::RParen;
 }
 

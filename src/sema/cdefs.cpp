@@ -514,7 +514,8 @@ class CParser {
         decls.push_back(declarator(s));
         if (!accept(",")) break;
       }
-      expect(";");
+      // The last member's ';' may be left out, as clang allows: struct x { long a }.
+      if (!at("}")) expect(";");
     }
     expect("}");
     Attrs after = attributes();

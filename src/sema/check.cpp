@@ -189,6 +189,10 @@ int32_t Checker::declare_var(const std::string& name, const Type& t) {
     out_.var_types.push_back(*first);
   } else if (first && (t.is_string() || t.is_tuple()) && unify(*first, t, widest) && widest.kind == t.kind) {
     out_.var_types.push_back(widest);
+  } else if (final_ && t.kind == TypeKind::None) {
+    // `let $x;`: the type its assignments gave it in the first pass (so a
+    // read before them sees it); never assigned, an int64 that reads as 0.
+    out_.var_types.push_back(first && first->kind != TypeKind::None ? *first : Type::integer(8, true));
   } else {
     out_.var_types.push_back(t);
   }
@@ -355,8 +359,9 @@ void Checker::let(const Stmt& s) {
   // `let $x;` takes its type from the first assignment; `let $x: T`
   // fixes it (integers narrower than 64 bits are truncated on store).
   Type t = Type::none();
-  if (!s.type_name.empty()) {
-    auto declared = let_type(s.type_name, s.loc);
+  const bool typed = !s.type_name.empty() || s.type_of != kNone;
+  if (typed) {
+    auto declared = s.type_of != kNone ? typeof_type(s.type_of, s.type_name, s.loc) : let_type(s.type_name, s.loc);
     if (!declared) return;
     t = *declared;
   }
@@ -365,7 +370,7 @@ void Checker::let(const Stmt& s) {
     Type u;
     if (vt.kind == TypeKind::None) {
       error(ast_.expr(s.value).loc, "expression has no value to assign");
-    } else if (s.type_name.empty()) {
+    } else if (!typed) {
       t = vt;
     } else if (!unify(t, vt, u) || (t.is_string() && vt.size > t.size)) {
       error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable is "
@@ -375,7 +380,7 @@ void Checker::let(const Stmt& s) {
   }
   if (t.is_record() && !copyable_record(t, s.loc)) return;
   out_.var_of[s.target] = declare_var(target.name, t);
-  if (!s.type_name.empty()) declared_vars_.insert(out_.var_of[s.target]);
+  if (typed) declared_vars_.insert(out_.var_of[s.target]);
   set(s.target, out_.var_types[out_.var_of[s.target]]);
 }
 
@@ -575,7 +580,7 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Functi
 }
 
 // A compile-time integer constant: literals, negated literals, numeric
-// positionals, integer getopt().
+// positionals, integer getopt(), and arithmetic on constants (1 + 1).
 std::optional<int64_t> Checker::constant(ExprId id) {
   const Expr& e = ast_.expr(id);
   expr(id);
@@ -583,6 +588,24 @@ std::optional<int64_t> Checker::constant(ExprId id) {
   if (e.kind == ExprKind::Unary && e.op == Op::Neg) {
     auto v = constant(e.args[0]);
     if (v) return -*v;
+  }
+  if (e.kind == ExprKind::Binary && out_.type_of(id).is_int() && !out_.type_of(id).is_pointer) {
+    auto a = constant(e.args[0]), b = constant(e.args[1]);
+    if (!a || !b) return std::nullopt;
+    const auto ua = static_cast<uint64_t>(*a), ub = static_cast<uint64_t>(*b);
+    switch (e.op) {
+      case Op::Add: return static_cast<int64_t>(ua + ub);
+      case Op::Sub: return static_cast<int64_t>(ua - ub);
+      case Op::Mul: return static_cast<int64_t>(ua * ub);
+      case Op::Div: return *b == 0 || (*a == INT64_MIN && *b == -1) ? std::nullopt : std::optional(*a / *b);
+      case Op::Mod: return *b == 0 || (*a == INT64_MIN && *b == -1) ? std::nullopt : std::optional(*a % *b);
+      case Op::BAnd: return *a & *b;
+      case Op::BOr: return *a | *b;
+      case Op::BXor: return *a ^ *b;
+      case Op::Shl: return ub < 64 ? std::optional(static_cast<int64_t>(ua << ub)) : std::nullopt;
+      case Op::Shr: return ub < 64 ? std::optional(static_cast<int64_t>(ua >> ub)) : std::nullopt;
+      default: return std::nullopt;
+    }
   }
   if (e.kind == ExprKind::Positional) return out_.const_of[id];
   // A #define, an enum or a named constant.
@@ -1126,10 +1149,15 @@ Type Checker::expr(ExprId id) {
         return set(id, Type::none());
       }
       if (bt.is_string()) {
+        // A constant index must be in bounds; another is checked when the
+        // probe runs (a byte past the string reads as 0).
         const Expr& index = ast_.expr(e.args[1]);
-        if (index.kind != ExprKind::Integer || index.ival >= bt.size) {
-          error(index.loc, fmt::format("a string index must be a constant below {}", bt.size));
-          return set(id, Type::none());
+        if (auto k = constant(e.args[1])) {
+          if (*k < 0 || static_cast<uint64_t>(*k) >= bt.size) {
+            error(index.loc, fmt::format("the index {} is out of bounds for array of size {}", *k, bt.size));
+            return set(id, Type::none());
+          }
+          out_.const_of[e.args[1]] = *k;
         }
         return set(id, Type::integer(1, true));
       }
@@ -1142,12 +1170,19 @@ Type Checker::expr(ExprId id) {
         return set(id, bt.elems[0]);
       }
       if (bt.is_tuple()) {
+        // $t[1 + 1]: the index must be a constant (0.26 folds it).
         const Expr& index = ast_.expr(e.args[1]);
-        if (index.kind != ExprKind::Integer || index.ival >= bt.elems.size()) {
-          error(index.loc, fmt::format("a tuple index must be a constant below {}", bt.elems.size()));
+        auto k = constant(e.args[1]);
+        if (!k) {
+          error(index.loc, "Array-style access for tuples only valid for integer literals");
           return set(id, Type::none());
         }
-        return set(id, bt.elems[index.ival]);
+        if (*k < 0 || static_cast<uint64_t>(*k) >= bt.elems.size()) {
+          error(index.loc, fmt::format("Invalid tuple index: {}. Found {} elements in tuple.", *k, bt.elems.size()));
+          return set(id, Type::none());
+        }
+        out_.const_of[e.args[1]] = *k;
+        return set(id, bt.elems[*k]);
       }
       if (bt.is_record()) {
         // An array member of a kernel struct: a[i] reads one element.
@@ -1167,8 +1202,8 @@ Type Checker::expr(ExprId id) {
     }
     case ExprKind::Cast: {
       Type t = expr(e.args[0]);
-      if (e.name.ends_with("]")) return set(id, array_cast(e, t));
-      auto to = type_of_name(e.name, e.loc);
+      if (e.name.ends_with("]") && e.type_of == kNone) return set(id, array_cast(e, t));
+      auto to = e.type_of != kNone ? typeof_type(e.type_of, e.name, e.loc) : type_of_name(e.name, e.loc);
       if (!to) return set(id, Type::none());
       if (to->is_record()) {
         error(e.loc, fmt::format("Cannot cast to \"{}\": only pointers to structs are supported", e.name));
@@ -1180,7 +1215,9 @@ Type Checker::expr(ExprId id) {
         return set(id, *to);
       if (!t.is_int()) {
         // An operand that already failed was reported there.
-        if (t.kind != TypeKind::None) error(e.loc, fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.name));
+        if (t.kind != TypeKind::None)
+          error(e.loc,
+                fmt::format("Cannot cast from \"{}\" to \"{}\"", t.name(), e.type_of != kNone ? to->name() : e.name));
         return set(id, Type::none());
       }
       // A cast keeps the address space a pointer came from (user memory
@@ -1246,20 +1283,43 @@ Type Checker::expr(ExprId id) {
         out_.const_of[id] = size;
         return set(id, Type::integer(8, false));
       }
-      if (auto ct = int_type(e.name)) {
-        out_.const_of[id] = ct->size;
+      if (e.type_of != kNone) {
+        auto t = typeof_type(e.type_of, e.name, e.loc);
+        if (!t) return set(id, Type::none());
+        uint32_t size = t->field_size();
+        if (t->is_record()) size = out_.btf->size_of(t->btf_id).value_or(0);
+        out_.const_of[id] = size;
         return set(id, Type::integer(8, false));
       }
+      // T[N][M]: N * M elements of T.
       std::string_view n = e.name;
-      std::optional<uint32_t> tid = n.ends_with("*") ? std::optional<uint32_t>(0) : out_.btf->find_type(n);
-      std::optional<uint32_t> size = n.ends_with("*") ? std::optional<uint32_t>(8) : tid ? out_.btf->size_of(*tid) : std::nullopt;
-      if (!size) {
+      uint64_t count = 1;
+      while (n.ends_with("]")) {
+        const size_t open = n.rfind('[');
+        uint32_t k = 0;
+        auto [p, ec] = std::from_chars(n.data() + open + 1, n.data() + n.size() - 1, k);
+        if (open == std::string_view::npos || ec != std::errc() || p != n.data() + n.size() - 1) break;
+        count *= k;
+        n = n.substr(0, open);
+        while (n.ends_with(' ')) n.remove_suffix(1);
+      }
+      std::optional<uint32_t> size;
+      if (auto ct = int_type(n)) size = ct->size;
+      else if (n.ends_with("*")) size = 8;
+      else if (auto tid = out_.btf->find_type(n)) size = out_.btf->size_of(*tid);
+      // A bare name that is no type may be an enum value: an int64 constant.
+      else if (count == 1 && n.find(' ') == std::string_view::npos && out_.btf->enum_value(n)) size = 8;
+      if (!size || n.ends_with("]")) {
         error(e.loc, fmt::format("Unknown type: {}", e.name));
         return set(id, Type::none());
       }
-      out_.const_of[id] = *size;
+      out_.const_of[id] = static_cast<int64_t>(*size * count);
       return set(id, Type::integer(8, false));
     }
+    case ExprKind::Typeof:
+      error(e.loc, "When used as a call argument, `typeof` builtin only valid for macro calls that are expecting a "
+                   "type parameter");
+      return set(id, Type::none());
     case ExprKind::Offsetof: {
       auto sid = out_.btf->find_struct(e.name);
       if (!sid) {

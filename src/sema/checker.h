@@ -171,6 +171,10 @@ class Checker {
   static std::optional<Type> int_type(std::string_view name);
 
   std::optional<Type> type_of_name(std::string_view name, lang::Loc loc);
+  std::optional<Type> kernel_type(std::string_view name);
+  // The type of typeof(expr) (the expression is checked, never evaluated)
+  // with `suffix` ("", " *", "[2]") applied.
+  std::optional<Type> typeof_type(ExprId type_of, std::string_view suffix, lang::Loc loc);
 
   static void retarget(Type& t, AddrSpace space);
 

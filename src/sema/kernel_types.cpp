@@ -382,11 +382,58 @@ std::optional<Type> Checker::type_of_name(std::string_view name, lang::Loc loc) 
     auto bt = out_.btf->type(*id);
     t = Type::integer(bt && bt->size ? bt->size : 4, bt && bt->is_signed);
     t.enum_id = *id;
+  } else if (name == "char") {
+    t = Type::integer(1, true);  // signed, as C's char is on the targets bpftrace supports
+  } else if (auto vt = kernel_type(name)) {
+    // A C or kernel type name: char, unsigned long, size_t, u32 (0.26).
+    t = *vt;
   } else {
     error(loc, fmt::format("Cannot resolve unknown type \"{}\"", name));
     return std::nullopt;
   }
   for (size_t i = 0; i < stars; ++i) t = Type::pointer(std::move(t), AddrSpace::Kernel);
+  return t;
+}
+
+// A type of the kernel's BTF by name (a typedef, a C integer type) as an
+// integer, pointer or struct; nullopt for other kinds and unknown names.
+std::optional<Type> Checker::kernel_type(std::string_view name) {
+  if (name.empty() || name.find_first_of("*[") != std::string_view::npos) return std::nullopt;
+  auto id = out_.btf->find_type(name);
+  if (!id) return std::nullopt;
+  auto t = btf_value_type(*id);
+  if (!t || t->is_string()) return std::nullopt;
+  return t;
+}
+
+std::optional<Type> Checker::typeof_type(ExprId type_of, std::string_view suffix, lang::Loc loc) {
+  Type t = expr(type_of);
+  if (t.kind == TypeKind::None) {
+    if (!diags_.has_errors()) error(loc, "typeof: the expression has no value");
+    return std::nullopt;
+  }
+  // A literal's type is that of the value it gives (an int64).
+  if (ast_.expr(type_of).kind == ExprKind::Integer && t.is_int() && !t.is_pointer && t.kind != TypeKind::Bool)
+    t = Type::integer(8, t.is_signed);
+  while (!suffix.empty()) {
+    if (suffix.front() == ' ') {
+      suffix.remove_prefix(1);
+    } else if (suffix.front() == '*') {
+      t = Type::pointer(std::move(t), AddrSpace::Kernel);
+      suffix.remove_prefix(1);
+    } else {
+      // [N]; [] takes its size from what is cast, which a typeof base does not support.
+      const size_t close = suffix.find(']');
+      uint32_t n = 0;
+      auto [p, ec] = std::from_chars(suffix.data() + 1, suffix.data() + std::min(close, suffix.size()), n);
+      if (close == std::string_view::npos || ec != std::errc() || p != suffix.data() + close || n == 0) {
+        error(loc, fmt::format("Cannot resolve the array type typeof(...){}", suffix));
+        return std::nullopt;
+      }
+      t = Type::array(std::move(t), n);
+      suffix.remove_prefix(close + 1);
+    }
+  }
   return t;
 }
 

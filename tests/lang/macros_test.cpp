@@ -66,6 +66,20 @@ TEST(Macros, OverloadsByParameterKind) {
             "   block expression\n    int 3\n");
 }
 
+TEST(Macros, TypeArguments) {
+  // typeof(T) stands for T wherever the body names the parameter as a type;
+  // an expression argument gives the type of that expression.
+  EXPECT_EQ(expand("macro cst(a) { (a*)-1 } macro sz(a, b) { sizeof(a[2]) + sizeof(b) } "
+                   "macro decl(x) { let $y: typeof(x); $y } macro inner(t) { sizeof(t) } "
+                   "macro outer(z) { inner(typeof(z)) } BEGIN { print((cst(typeof(uint8)), "
+                   "sz(typeof(uint64*), typeof(struct Foo)), decl(1), outer(typeof(int8 *)))); }"),
+            "probe BEGIN\n call print\n  tuple\n"
+            "   block expression\n    cast uint8 *\n     unop -\n      int 1\n"
+            "   block expression\n    binop +\n     sizeof uint64 *[2]\n     sizeof struct Foo\n"
+            "   block expression\n    let $$decl:2:y: typeof(...)\n     int 1\n    variable $$decl:2:y\n"
+            "   block expression\n    block expression\n     sizeof int8 *\n");
+}
+
 TEST(Macros, Errors) {
   struct Case {
     std::string text, want;

@@ -505,6 +505,33 @@ TEST(Parser, Expressions) {
   variable $i
   offsetof mytype, f
 )"},
+      // typeof (0.26): a type written as typeof(T) is T; typeof(expr) is
+      // kept as the expression, with what follows it; in an expression it
+      // is a macro's type argument.
+      {"BEGIN { let $a: typeof(size_t); let $b: typeof($x) *; $c = (typeof($x))1; $d = sizeof(typeof(uint8) *); "
+       "$e = sizeof(a[2]); f(typeof(struct Foo), typeof(1 + 2)); }",
+       R"(probe BEGIN
+ let $a: size_t
+ let $b: typeof(...) *
+  variable $x
+ assign =
+  variable $c
+  cast typeof(...)
+   variable $x
+   int 1
+ assign =
+  variable $d
+  sizeof uint8 *
+ assign =
+  variable $e
+  sizeof a[2]
+ call f
+  typeof struct Foo
+  typeof
+   binop +
+    int 1
+    int 2
+)"},
   });
 }
 

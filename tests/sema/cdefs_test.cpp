@@ -76,6 +76,8 @@ TEST_F(CDefsTest, Layouts) {
       {"struct m { int a[2][3]; const char *const p; volatile long v; _Bool b; };", "struct m",
        "size=48 a@0 p@24 v@32 b@40"},
       {"struct fwd { struct later *l; }; struct later { int x; };", "struct later", "size=4 x@0"},
+      // The last member's ';' may be left out.
+      {"struct A { int32_t a; int32_t b; char c[28] };", "struct A", "size=36 a@0 b@4 c@8"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.defs);
@@ -129,7 +131,7 @@ TEST_F(CDefsTest, Errors) {
       {"struct a { struct a self; };", "ERROR: field has incomplete type 'struct a'"},
       {"struct a { int x; int x; };", "stdin:1:23-24: ERROR: duplicate member 'x'"},
       {"struct a { char c : 9; };", "ERROR: width of bit-field 'c' (9 bits) exceeds the width of its type"},
-      {"struct a { int x };", "stdin:1:18-19: ERROR: syntax error, unexpected '}', expected ';'"},
+      {"struct a { int x int y };", "stdin:1:18-21: ERROR: syntax error, unexpected 'int', expected ';'"},
       {"struct a { int x[N]; };", "stdin:1:18-19: ERROR: 'N' is not a constant"},
       {"struct a { void v; };", "ERROR: field 'v' has incomplete type 'void'"},
       {"enum e { A, A };", "stdin:1:13-14: ERROR: redefinition of enumerator 'A'"},

@@ -171,8 +171,9 @@ TEST(Sema, Errors) {
       {"BEGIN { @x = *\"ab\"; }", "Can only dereference pointers, not string[3]"},
       {"BEGIN { $p = (void *)0; @x = *$p; }", "Can not dereference a pointer to an unknown type (void *)"},
       {"BEGIN { @x = &pid; }", "& takes the address of a variable or a kernel struct member only"},
-      {"BEGIN { $i = 1; @x = comm[$i]; }", "a string index must be a constant below 16"},
-      {"BEGIN { @x = (1, 2)[2]; }", "a tuple index must be a constant below 2"},
+      {"BEGIN { @x = comm[16]; }", "the index 16 is out of bounds for array of size 16"},
+      {"BEGIN { @x = (1, 2)[2]; }", "Invalid tuple index: 2. Found 2 elements in tuple."},
+      {"BEGIN { $i = 1; @x = (1, 2)[$i]; }", "Array-style access for tuples only valid for integer literals"},
       {"BEGIN { @x = pid[1]; }", "The array index operator [] can not be used on expressions of type uint32"},
       {"BEGIN { @x = (struct nosuch *)0; }", "Cannot resolve unknown type \"struct nosuch\""},
       {"BEGIN { printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
@@ -402,6 +403,19 @@ TEST(Sema, GetoptOptions) {
             "16,1,hello");
   EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"f\", true); @c = getopt(\"s\", \"x\"); }", {}), "1,1,x");
   EXPECT_EQ(run("BEGIN { @b = getopt(\"f\", true); }", {{"f", "false"}}), "0");
+  // A non-negative default makes the option unsigned: all 64 bits, a uint64 past INT64_MAX.
+  EXPECT_EQ(run("BEGIN { @a = getopt(\"n\", 1); @b = getopt(\"m\", -1); }",
+                {{"n", "0xffffffffffffffff"}, {"m", "-10"}}),
+            "-1,-10");
+  {
+    Options options;
+    options.named_args = {{"n", "0xffffffffffffffff"}};
+    auto a = analyse_text("BEGIN { @a = getopt(\"n\", 1); }", options);
+    ASSERT_TRUE(a.typed.has_value()) << a.diags;
+    EXPECT_EQ(describe_maps(*a.typed), "@a[]=uint64/plain");
+  }
+  EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "0x1ffffffffffffffff"}}).find("value is out of range"),
+            std::string::npos);
   EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"m", "1"}}).find("unexpected program command line options: --m"),
             std::string::npos);
   EXPECT_NE(run("BEGIN { @a = getopt(\"n\", 1); }", {{"n", "x"}}).find("program command line option --n invalid integer (value: x)"),
@@ -483,11 +497,29 @@ TEST(Sema, ForMapLoops) {
 
 // Block scoping that is valid: sibling blocks may reuse a name; an outer
 // variable is visible inside nested blocks.
+TEST(Sema, TypeofTypes) {
+  check_ok({
+      {"BEGIN { $x = (int16)1; let $y: typeof($x); $y = 2; @y = $y; @p = (typeof($x) *)0; @s = sizeof(typeof($x)[3]); }",
+       "@y[]=int64/plain;@p[]=int16 */plain;@s[]=uint64/plain", "",
+       {{"(typeof($x) *)0", "int16 *"}, {"sizeof(typeof($x)[3])", "uint64"}}},
+      {"BEGIN { let $y: typeof(1); @y = $y; }", "@y[]=int64/plain"},
+      {"BEGIN { @s = sizeof(BTF_VAR_STATIC); }", "@s[]=uint64/plain", "", {{"sizeof(BTF_VAR_STATIC)", "uint64"}}},
+      {"BEGIN { let $a: typeof(size_t) = 1; @c = (char)1; @u = (uint64_t)1; @a = $a; }",
+       "@c[]=int64/plain;@u[]=uint64/plain;@a[]=uint64/plain", "", {{"(char)1", "int8"}, {"(uint64_t)1", "uint64"}}},
+  });
+  check_err({
+      {"BEGIN { print(typeof(uint8)); }", "`typeof` builtin only valid for macro calls"},
+  });
+}
+
 TEST(Sema, BlockScoping) {
   check_ok({
       {"BEGIN { if (1) { $x = 1; @a = $x; } else { $x = \"s\"; @b = $x; } }", "@a[]=int64/plain;@b[]=string[2]/plain"},
       {"BEGIN { $x = 1; if (1) { if (1) { @a = $x; } } }", "@a[]=int64/plain"},
       {"BEGIN { $x = 1; if (1) { $x = 2; } @a = $x; }", "@a[]=int64/plain"},
+      // `let $x;` takes its type from later assignments; never assigned, it is an int64.
+      {"BEGIN { let $x; if ($x) { $x = 1; } @a = $x; let $s; if ($s == \"\") { $s = \"ab\"; } @b = $s; let $n; @c = $n; }",
+       "@a[]=int64/plain;@b[]=string[3]/plain;@c[]=int64/plain"},
   });
 }
 
@@ -590,6 +622,12 @@ TEST(Sema, PositionalParameters) {
   auto s = run("BEGIN { @s = $1; @n = $2; @u = $3; @t = str($3); }", {"abc", "18446744073709551616"});
   ASSERT_TRUE(s.typed.has_value()) << s.diags;
   EXPECT_EQ(describe_maps(*s.typed), "@s[]=string[4]/plain;@n[]=string[21]/plain;@u[]=int64/plain;@t[]=string[1]/plain");
+
+  // str($N + k): the text from byte k on, a constant.
+  auto k = run("BEGIN { @a = str($1 + 1); @b = str($1 + 2, 2); }", {"hello"});
+  ASSERT_TRUE(k.typed.has_value()) << k.diags;
+  EXPECT_EQ(describe_maps(*k.typed), "@a[]=string[5]/plain;@b[]=string[3]/plain");
+  EXPECT_EQ(k.typed->const_strings, (std::vector<std::string>{"ello", "ll"}));
 
   auto p = run("interval:ms:$1 { } profile:hz:$2 { } software:cpu-clock:$1 { }", {"100", "99"});
   ASSERT_TRUE(p.typed.has_value()) << p.diags;
