@@ -84,6 +84,7 @@ struct MapInfo {
   Type key;    // Tuple for multi-keys; None for scalar maps
   Type value;  // Plain maps: the stored type; aggregations: the argument type
   output::HistParams hist;
+  output::TSeriesParams tseries;  // tseries()
   uint32_t key_size = 0;    // bytes of the kernel key (8 for scalar maps: key 0)
   uint32_t value_size = 0;  // bytes of one (per-CPU) kernel value
   bool percpu = false;
