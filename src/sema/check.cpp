@@ -588,6 +588,17 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Functi
 // or ns), the number of intervals kept and the aggregation, in bpftrace's
 // words when they are wrong.
 bool Checker::tseries_params(const Expr& call, output::TSeriesParams& out) {
+  // bpftrace 0.26 calls tseries unstable: a warning, unless the config says.
+  if (out_.config.unstable_tseries == Unstable::Error) {
+    error(call.loc,
+          "tseries feature is not enabled by default. To enable this unstable feature, set the config flag to enable. "
+          "unstable_tseries=enable");
+    return false;
+  }
+  if (out_.config.unstable_tseries == Unstable::Warn)
+    diags_.warning_unlocated(
+        "Script is using an unstable feature: tseries. To prevent this warning you must explicitly enable it in the "
+        "config e.g. unstable_tseries=enable");
   const auto interval = constant(call.args[1]);
   if (!interval) {
     error(ast_.expr(call.args[1]).loc, "tseries: invalid interval_ns value (must be non-negative literal)");

@@ -171,11 +171,16 @@ enum class MissingProbes { Error, Warn, Ignore };
 
 // The environment's settings (BPFTRACE_MAX_STRLEN...), then the script's
 // config block over them.
+// config unstable_*: a feature bpftrace marks unstable is used freely,
+// with a warning, or not at all.
+enum class Unstable { Enable, Warn, Error };
+
 struct Config {
   uint32_t max_strlen = 1024;
   uint32_t max_map_keys = 4096;
   bool print_maps_on_exit = true;
   MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
+  Unstable unstable_tseries = Unstable::Warn;
 };
 
 struct TypedProgram {
