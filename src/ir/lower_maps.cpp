@@ -290,9 +290,7 @@ void Lowerer::tseries_record(VregId ptr, VregId v, const output::TSeriesParams& 
       b_.store(8, slot, 0, v);
       b_.store(8, slot, 8, now);
       break;
-    case TSeriesAgg::Avg:
-      b_.store(8, slot, 8, b_.alu_imm(AluOp::Add, b_.load(8, slot, 8), 1));
-      [[fallthrough]];
+    case TSeriesAgg::Avg: b_.store(8, slot, 8, b_.alu_imm(AluOp::Add, b_.load(8, slot, 8), 1)); [[fallthrough]];
     case TSeriesAgg::Sum: b_.store(8, slot, 0, b_.alu(AluOp::Add, b_.load(8, slot, 0), v)); break;
     case TSeriesAgg::Min:
     case TSeriesAgg::Max: {

@@ -140,8 +140,7 @@ std::string aggregate_json(const MapSnapshot& map, const Aggregate& a, uint64_t 
       return hist_json(a.buckets, map.hist.bits, div);
     case AggKind::LHist:
       return lhist_json(a.buckets, map.hist.min, map.hist.max, map.hist.step);
-    case AggKind::TSeries:
-      return tseries_json(map, a);
+    case AggKind::TSeries: return tseries_json(map, a);
   }
   return "null";
 }
@@ -154,8 +153,7 @@ std::string_view map_type(AggKind kind) {
     case AggKind::Hist:
     case AggKind::LHist:
       return "hist";
-    case AggKind::TSeries:
-      return "tseries";
+    case AggKind::TSeries: return "tseries";
     case AggKind::Plain:
     case AggKind::Count:
     case AggKind::Sum:

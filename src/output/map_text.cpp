@@ -274,8 +274,7 @@ std::string value_text(const MapSnapshot& map, const Aggregate& a, uint64_t div)
                          to_text(stat_number(a.total, map.value_signed)));
     case AggKind::Hist:
     case AggKind::LHist:
-    case AggKind::TSeries:
-      break;
+    case AggKind::TSeries: break;
   }
   return "";
 }

@@ -216,11 +216,11 @@ std::optional<MapSnapshot> map_of(const Json& msg, std::string_view type, std::s
   const Json& body = data->members[0].second;
   const Json* agg = msg.find("agg");
   // bpftrace's own JSON has no "agg": read it as the kind its type names.
-  std::optional<AggKind> kind = agg ? agg_of(agg->text)
-                                    : type == "hist"    ? AggKind::Hist
-                                    : type == "stats"   ? AggKind::Stats
-                                    : type == "tseries" ? AggKind::TSeries
-                                                        : AggKind::Plain;
+  std::optional<AggKind> kind = agg                 ? agg_of(agg->text)
+                                : type == "hist"    ? AggKind::Hist
+                                : type == "stats"   ? AggKind::Stats
+                                : type == "tseries" ? AggKind::TSeries
+                                                    : AggKind::Plain;
   if (!kind) return error = fmt::format("unknown aggregation \"{}\"", agg->text), std::nullopt;
   map.kind = *kind;
   if (const Json* b = msg.find("bits")) map.hist.bits = static_cast<int>(b->as_i64());

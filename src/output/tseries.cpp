@@ -61,7 +61,9 @@ std::pair<uint64_t, int64_t> reduce_interval(TSeriesAgg agg, const uint8_t* valu
         break;
       case TSeriesAgg::Min: cur.val = std::min(cur.val, v.val); break;
       case TSeriesAgg::Max: cur.val = std::max(cur.val, v.val); break;
-      case TSeriesAgg::Sum: cur.val = static_cast<T>(static_cast<uint64_t>(cur.val) + static_cast<uint64_t>(v.val)); break;
+      case TSeriesAgg::Sum:
+        cur.val = static_cast<T>(static_cast<uint64_t>(cur.val) + static_cast<uint64_t>(v.val));
+        break;
     }
   }
   if (latest == 0) return {0, 0};
@@ -105,7 +107,9 @@ std::string number_text(std::optional<int64_t> v, bool is_signed) {
 }
 
 // a - b as bpftrace's graph measures it (int64, unsigned values as such).
-int64_t distance(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+int64_t distance(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
 
 bool less(int64_t a, int64_t b, bool is_signed) {
   return is_signed ? a < b : static_cast<uint64_t>(a) < static_cast<uint64_t>(b);
@@ -154,8 +158,8 @@ std::string tseries_text(const MapSnapshot& map, const Aggregate& a) {
   // The time column: hh:mm:ss and the sub-second digits the interval needs.
   // Its width counts the digits, not the unit's name ("hh:mm:ss.ms" is 11
   // wide, the times 12).
-  const uint64_t step = (pts.back().epoch - pts.front().epoch) * map.tseries.interval_ns /
-                        (pts.size() > 1 ? pts.size() - 1 : 1);
+  const uint64_t step =
+      (pts.back().epoch - pts.front().epoch) * map.tseries.interval_ns / (pts.size() > 1 ? pts.size() - 1 : 1);
   int digits = 0;
   std::string head = "hh:mm:ss";
   if (step < 1'000'000'000) {

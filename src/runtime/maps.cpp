@@ -259,7 +259,9 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
       }
       break;
     }
-    case output::AggKind::TSeries: a.series = output::tseries_of(m.tseries, m.value.is_signed, value.data(), n, stride); break;
+    case output::AggKind::TSeries:
+      a.series = output::tseries_of(m.tseries, m.value.is_signed, value.data(), n, stride);
+      break;
   }
   return a;
 }

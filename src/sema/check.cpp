@@ -625,8 +625,8 @@ bool Checker::tseries_params(const Expr& call, output::TSeriesParams& out) {
   // caps at 32 KiB.
   if (*count > output::kMaxTSeriesIntervals) {
     error(ast_.expr(call.args[2]).loc,
-          fmt::format("tseries() num_intervals must be at most {} in bpfscope ({} provided)", output::kMaxTSeriesIntervals,
-                      *count));
+          fmt::format("tseries() num_intervals must be at most {} in bpfscope ({} provided)",
+                      output::kMaxTSeriesIntervals, *count));
     return false;
   }
   out.interval_ns = static_cast<uint64_t>(*interval);
