@@ -190,6 +190,18 @@ TEST_F(TSeries, OldIntervalsLeaveTheWindow) {
   EXPECT_NE(text.find("00:00:01.000 " + bar(52) + " 4"), std::string::npos) << text;
 }
 
+TEST_F(TSeries, KeyOlderThanTheWindowShowsOneEmptyRow) {
+  // "old" was last written at epoch 2; the window is 8-10 ("new"): one row,
+  // the window's last, without a value, and no scale ("null").
+  auto m = with(keyed("@k", AggKind::TSeries, {{S("new"), series({{10, 1}})}, {S("old"), series({{2, 5}})}}),
+                100 * kMs, 3);
+  const std::string text = map_text(m);
+  const std::string scale = std::string(19, ' ') + "null" + std::string(17 + 28, ' ') + "null\n";
+  EXPECT_NE(text.find("@k[old]:\n" + scale + "hh:mm:ss.ns        |___"), std::string::npos) << text;
+  EXPECT_NE(text.find("00:00:01.000000000 " + bar(-1) + " -\n"), std::string::npos) << text;
+  EXPECT_NE(json_map(m).find("\"old\": []"), std::string::npos) << json_map(m);
+}
+
 // Kernel slots {value, meta, epoch}, per CPU.
 std::vector<uint8_t> slots(const std::vector<std::vector<std::array<int64_t, 3>>>& cpus) {
   std::vector<uint8_t> out;
