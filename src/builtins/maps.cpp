@@ -122,6 +122,8 @@ constexpr Function kMaps[] = {
     {.name = "stats", .min_args = 1, .max_args = 1, .aggregation = output::AggKind::Stats},
     {.name = "hist", .min_args = 1, .max_args = 2, .aggregation = output::AggKind::Hist},
     {.name = "lhist", .min_args = 4, .max_args = 4, .aggregation = output::AggKind::LHist},
+    // tseries(v, interval, n[, "avg"|"max"|"min"|"sum"]): the last n intervals.
+    {.name = "tseries", .min_args = 3, .max_args = 4, .aggregation = output::AggKind::TSeries},
 };
 
 }  // namespace

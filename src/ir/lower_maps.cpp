@@ -135,7 +135,8 @@ Val Lowerer::aggregate_read(ExprId id, VregId key) {
       case output::AggKind::Plain:
       case output::AggKind::Stats:
       case output::AggKind::Hist:
-      case output::AggKind::LHist: std::unreachable();  // rejected by sema
+      case output::AggKind::LHist:
+      case output::AggKind::TSeries: std::unreachable();  // rejected by sema
     }
     b_.jump(next);
     b_.set_block(next);
@@ -251,9 +252,63 @@ void Lowerer::aggregate(ExprId target, ExprId call_id) {
       b_.atomic_add(ptr, static_cast<int32_t>(8 * buckets), v);
       break;
     }
+    case output::AggKind::TSeries: tseries_record(ptr, v, m.tseries, m.value.is_signed); break;
   }
   b_.jump(join);
   b_.set_block(join);
+}
+
+// tseries(): the slot of the current interval, epoch = TAI ns / interval
+// at epoch % intervals, as bpftrace 0.26: {value, meta, epoch}, per CPU.
+// A slot of an older epoch starts again (with an aggregation); without
+// one the value and its time are replaced.
+void Lowerer::tseries_record(VregId ptr, VregId v, const output::TSeriesParams& p, bool is_signed) {
+  using output::TSeriesAgg;
+  VregId boot = b_.call(BPF_FUNC_ktime_get_boot_ns, {});
+  VregId now = b_.alu(AluOp::Add, boot, b_.imm(opts_.tai_minus_boot_ns));
+  VregId epoch = b_.alu(AluOp::Div, now, b_.imm(static_cast<int64_t>(p.interval_ns)));
+  VregId idx = b_.alu(AluOp::Mod, epoch, b_.imm(p.intervals));
+  // Clamped so that the verifier sees the slot in bounds.
+  BlockId clamp = b_.new_block(), ok = b_.new_block();
+  b_.branch_imm(ir::Cond::Gt, idx, p.intervals - 1, clamp, ok);
+  b_.set_block(clamp);
+  b_.imm_to(idx, p.intervals - 1);
+  b_.jump(ok);
+  b_.set_block(ok);
+  VregId slot = b_.alu(AluOp::Add, ptr, b_.alu_imm(AluOp::Mul, idx, output::kTSeriesSlotSize));
+  if (p.agg != TSeriesAgg::Last) {
+    BlockId fresh = b_.new_block(), same = b_.new_block();
+    b_.branch(ir::Cond::Ne, b_.load(8, slot, 16), epoch, fresh, same);
+    b_.set_block(fresh);
+    b_.store_imm(8, slot, 0, 0);
+    b_.store_imm(8, slot, 8, 0);
+    b_.jump(same);
+    b_.set_block(same);
+  }
+  switch (p.agg) {
+    case TSeriesAgg::Last:
+      b_.store(8, slot, 0, v);
+      b_.store(8, slot, 8, now);
+      break;
+    case TSeriesAgg::Avg: b_.store(8, slot, 8, b_.alu_imm(AluOp::Add, b_.load(8, slot, 8), 1)); [[fallthrough]];
+    case TSeriesAgg::Sum: b_.store(8, slot, 0, b_.alu(AluOp::Add, b_.load(8, slot, 0), v)); break;
+    case TSeriesAgg::Min:
+    case TSeriesAgg::Max: {
+      // {value, set}: the first value of the interval, or a smaller (larger) one.
+      BlockId write = b_.new_block(), check = b_.new_block(), done = b_.new_block();
+      b_.branch_imm(ir::Cond::Eq, b_.load(8, slot, 8), 0, write, check);
+      b_.set_block(check);
+      b_.branch(extreme_cond(p.agg == TSeriesAgg::Min ? output::AggKind::Min : output::AggKind::Max, is_signed), v,
+                b_.load(8, slot, 0), write, done);
+      b_.set_block(write);
+      b_.store(8, slot, 0, v);
+      b_.store_imm(8, slot, 8, 1);
+      b_.jump(done);
+      b_.set_block(done);
+      break;
+    }
+  }
+  b_.store(8, slot, 16, epoch);
 }
 
 // The comparison by which v replaces a min() (Min) or max() (Max) value.

@@ -229,6 +229,7 @@ class Lowerer {
   void aggregate(ExprId target, ExprId call_id);
 
   static ir::Cond extreme_cond(output::AggKind kind, bool is_signed);
+  void tseries_record(VregId ptr, VregId v, const output::TSeriesParams& p, bool is_signed);
 
   void keep_extreme(VregId ptr, int32_t off, VregId v, ir::Cond better);
 

@@ -15,6 +15,12 @@ void Diagnostics::warning(Loc loc, std::string msg, std::vector<std::string> hin
   diags_.push_back({Severity::Warning, loc, true, std::move(msg), std::move(hints)});
 }
 
+void Diagnostics::warning_unlocated(std::string msg) {
+  for (const auto& d : diags_)
+    if (!d.located && d.severity == Severity::Warning && d.message == msg) return;
+  diags_.push_back({Severity::Warning, {}, false, std::move(msg), {}});
+}
+
 void Diagnostics::error_unlocated(std::string msg, std::vector<std::string> hints) {
   diags_.push_back({Severity::Error, {}, false, std::move(msg), std::move(hints)});
   ++errors_;

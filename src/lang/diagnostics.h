@@ -28,6 +28,8 @@ class Diagnostics {
   void error(Loc loc, std::string msg, std::vector<std::string> hints = {});
   void warning(Loc loc, std::string msg, std::vector<std::string> hints = {});
   void error_unlocated(std::string msg, std::vector<std::string> hints = {});
+  // A bare "WARNING: msg", said once however often it is reported.
+  void warning_unlocated(std::string msg);
 
   bool has_errors() const { return errors_ > 0; }
   size_t error_count() const { return errors_; }

@@ -79,7 +79,7 @@ void plain_frames(std::span<const Value* const> f, std::vector<Frame>& frames) {
 }  // namespace
 
 bool is_foldable(const MapSnapshot& map) {
-  if (!map.keyed || is_histogram(map.kind) || map.kind == AggKind::Stats) return false;
+  if (!map.keyed || is_histogram(map.kind) || map.kind == AggKind::Stats || map.kind == AggKind::TSeries) return false;
   for (const auto& [key, agg] : map.entries) {
     std::vector<const Value*> f;
     fields(key, f);

@@ -140,6 +140,7 @@ std::string aggregate_json(const MapSnapshot& map, const Aggregate& a, uint64_t 
       return hist_json(a.buckets, map.hist.bits, div);
     case AggKind::LHist:
       return lhist_json(a.buckets, map.hist.min, map.hist.max, map.hist.step);
+    case AggKind::TSeries: return tseries_json(map, a);
   }
   return "null";
 }
@@ -152,6 +153,7 @@ std::string_view map_type(AggKind kind) {
     case AggKind::Hist:
     case AggKind::LHist:
       return "hist";
+    case AggKind::TSeries: return "tseries";
     case AggKind::Plain:
     case AggKind::Count:
     case AggKind::Sum:
@@ -170,6 +172,9 @@ std::string map_recording_fields(const MapSnapshot& map, uint64_t top, HistLayou
   if (map.kind == AggKind::Hist) out += fmt::format(", \"bits\": {}", map.hist.bits);
   if (map.kind == AggKind::LHist)
     out += fmt::format(", \"min\": {}, \"max\": {}, \"step\": {}", map.hist.min, map.hist.max, map.hist.step);
+  if (map.kind == AggKind::TSeries)
+    out += fmt::format(", \"interval_ns\": {}, \"intervals\": {}, \"tseries_agg\": \"{}\"", map.tseries.interval_ns,
+                       map.tseries.intervals, tseries_agg_name(map.tseries.agg));
   if (!map.value_signed) out += ", \"signed\": false";
   if (map.keyed) {
     out += ", \"keys\": [";
@@ -196,6 +201,7 @@ std::string_view agg_name(AggKind kind) {
     case AggKind::Stats: return "stats";
     case AggKind::Hist: return "hist";
     case AggKind::LHist: return "lhist";
+    case AggKind::TSeries: return "tseries";
   }
   return "plain";
 }

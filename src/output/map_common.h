@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -26,6 +27,12 @@ Value stat_number(int64_t n, bool is_signed);
 // The number one entry of a count, sum, min, max, avg or plain map shows: its
 // value, or an avg()'s truncated mean.
 Value entry_number(const MapSnapshot& map, const Aggregate& a);
+
+// A tseries() entry as bpftrace's graph: the value scale, a row per
+// interval of the map's window ("<no data>" when none), the scale again.
+std::string tseries_text(const MapSnapshot& map, const Aggregate& a);
+// ... and in JSON: [{"interval_start":"1970-01-01 00:00:00.500000000","value":9},...].
+std::string tseries_json(const MapSnapshot& map, const Aggregate& a);
 
 // Key order (REFERENCE 4.3): <0, 0 or >0 as a sorts before, with or after b.
 int compare_keys(const Value& a, const Value& b);

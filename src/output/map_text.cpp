@@ -72,6 +72,12 @@ Value stat_number(int64_t n, bool is_signed) {
 }
 
 Value entry_number(const MapSnapshot& map, const Aggregate& a) {
+  if (map.kind == AggKind::TSeries) {
+    // The newest interval's value (none before the first write).
+    if (a.series.empty() || a.series.rbegin()->first == 0) return Value{};
+    const int64_t v = a.series.rbegin()->second;
+    return map.value_signed ? Value::of_int(v) : Value::of_uint(static_cast<uint64_t>(v));
+  }
   return map.kind == AggKind::Avg ? average(a, map.value_signed) : a.value;
 }
 
@@ -115,6 +121,10 @@ void merge_aggregate(AggKind kind, Aggregate& into, const Aggregate& from) {
       if (into.buckets.size() < from.buckets.size()) into.buckets.resize(from.buckets.size());
       for (size_t i = 0; i < from.buckets.size(); ++i) into.buckets[i] += from.buckets[i];
       into.sum = wrapping_add(into.sum, from.sum);
+      break;
+    case AggKind::TSeries:
+      // Intervals the first lacks; where both have one, the first stays.
+      into.series.insert(from.series.begin(), from.series.end());
       break;
   }
 }
@@ -223,13 +233,18 @@ void sort_entries(const MapSnapshot& map, std::vector<Entry>& entries) {
       by_key();
       sort_by(entries, [](const Entry& e) { return total_count(e.second); });
       return;
+    case AggKind::TSeries:
+      // bpftrace prints them in the order of the keys' bytes, which the
+      // runtime's snapshot already has.
+      return;
   }
 }
 
 std::vector<Entry> select_entries(const MapSnapshot& map, uint64_t top) {
   std::vector<Entry> entries = map.entries;
   sort_entries(map, entries);
-  if (top != 0 && entries.size() > top) {
+  // bpftrace's print(@t, top) shows every key of a tseries() map.
+  if (top != 0 && entries.size() > top && map.kind != AggKind::TSeries) {
     entries.erase(entries.begin(), entries.end() - static_cast<std::ptrdiff_t>(top));
   }
   if (!map.keyed && entries.size() > 1) {
@@ -259,7 +274,7 @@ std::string value_text(const MapSnapshot& map, const Aggregate& a, uint64_t div)
                          to_text(stat_number(a.total, map.value_signed)));
     case AggKind::Hist:
     case AggKind::LHist:
-      break;
+    case AggKind::TSeries: break;
   }
   return "";
 }
@@ -328,6 +343,15 @@ std::string map_text(const MapSnapshot& map, uint64_t top, uint64_t div, HistLay
         if (percentiles) out += percentiles_text(estimate_percentiles(map, agg.buckets));
         out += '\n';
         break;
+      case AggKind::TSeries: {
+        // "@t:" / "@t[k]:", the graph, an empty line after it (none after
+        // "<no data>", as bpftrace).
+        out += entry_name(map, key) + ":\n";
+        const std::string graph = tseries_text(map, agg);
+        out += graph;
+        if (graph != "<no data>\n") out += '\n';
+        break;
+      }
       case AggKind::Plain:
       case AggKind::Count:
       case AggKind::Sum:

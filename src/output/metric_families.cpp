@@ -36,6 +36,7 @@ MetricType metric_type(AggKind kind) {
     case AggKind::Min:
     case AggKind::Max:
     case AggKind::Avg:
+    case AggKind::TSeries:  // the newest interval's value
       return MetricType::Gauge;
     case AggKind::Stats:
       return MetricType::Summary;
@@ -172,7 +173,10 @@ Labels key_labels(const Value& key, const std::vector<std::string>& names) {
 
 // Whether an entry has something to serve: an integer map's value must be
 // a number.
-bool served(const MapSnapshot& map, const Aggregate& a) { return map.kind != AggKind::Plain || is_number(a.value); }
+bool served(const MapSnapshot& map, const Aggregate& a) {
+  if (map.kind == AggKind::TSeries) return is_number(entry_number(map, a));  // none before its first interval
+  return map.kind != AggKind::Plain || is_number(a.value);
+}
 
 // The entries served, one per label set (keys whose labels read alike
 // merged), in key order.

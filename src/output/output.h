@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,9 +93,32 @@ std::string key_text(const Value& key);
 // __bpf_trace_sched_switch, __traceiter_sched_switch, a BPF trampoline).
 bool tracer_frame(std::string_view name);
 
-enum class AggKind { Plain, Count, Sum, Min, Max, Avg, Stats, Hist, LHist };
+enum class AggKind { Plain, Count, Sum, Min, Max, Avg, Stats, Hist, LHist, TSeries };
 // hist() or lhist(): entries hold bucket counts.
 inline bool is_histogram(AggKind k) { return k == AggKind::Hist || k == AggKind::LHist; }
+
+// tseries(v, interval, n[, agg]): how the values recorded in one interval
+// combine. Last keeps the most recent one (no agg argument).
+enum class TSeriesAgg { Last, Avg, Max, Min, Sum };
+struct TSeriesParams {
+  uint64_t interval_ns = 1;  // the length of an interval
+  uint32_t intervals = 1;    // how many intervals it keeps (the last ones)
+  TSeriesAgg agg = TSeriesAgg::Last;
+};
+// A tseries() map's kernel value: per CPU, one {value, meta, epoch} slot of
+// 3 u64 per interval, interval epoch % intervals.
+constexpr uint32_t kTSeriesSlotSize = 24;
+// The most intervals a tseries() keeps: the kernel caps a per-CPU map value
+// at 32 KiB.
+constexpr uint32_t kMaxTSeriesIntervals = 32768 / kTSeriesSlotSize;
+// tseries()'s aggregation as its argument names it ("last" for none), and back.
+std::string_view tseries_agg_name(TSeriesAgg agg);
+std::optional<TSeriesAgg> tseries_agg_of(std::string_view name);
+// Reduces such a value (ncpus copies, `stride` bytes apart) to a value per
+// epoch as bpftrace does: the CPUs' slots of one epoch combine by the
+// aggregation, and each interval keeps its latest epoch.
+std::map<uint64_t, int64_t> tseries_of(const TSeriesParams& p, bool is_signed, const uint8_t* value, int ncpus,
+                                       uint32_t stride);
 
 // One map entry's value, already summed over CPUs by the runtime.
 struct Aggregate {
@@ -106,6 +130,10 @@ struct Aggregate {
   Value min, max;
   std::vector<uint64_t> buckets;  // Hist, LHist: the bucket counts by index
   int64_t sum = 0;       // Hist, LHist: the sum of the values recorded (metrics' _sum; print() shows none)
+  // TSeries: an interval's value (Int or UInt by the map's signedness, as
+  // int64 bits) by its epoch, the TAI time in ns over interval_ns. An epoch
+  // of 0 is an interval never written (bpftrace shows it as such).
+  std::map<uint64_t, int64_t> series;
 };
 
 struct HistParams {
@@ -133,6 +161,7 @@ struct MapSnapshot {
   bool keyed = false;   // @m[k] rather than @m
   bool value_signed = true;
   HistParams hist;
+  TSeriesParams tseries;
   std::vector<std::pair<Value, Aggregate>> entries;  // key (Kind::None when !keyed), value
 };
 

@@ -4,6 +4,8 @@
 // model, rendered by the same renderers as a live run.
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <ctime>
 #include <utility>
 
 #include "output/json_read.h"
@@ -123,6 +125,23 @@ Value number(const Json& j) {
   return Value::of_int(j.as_i64());
 }
 
+// "1970-01-01 00:00:00.500000000" (UTC, as tseries intervals start) in ns
+// since the epoch.
+std::optional<uint64_t> utc_ns(const std::string& text) {
+  struct tm tm = {};
+  unsigned long frac = 0;
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d.%9lu%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &frac, &used) != 7 ||
+      static_cast<size_t>(used) != text.size())
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const time_t sec = timegm(&tm);
+  if (sec < 0) return std::nullopt;
+  return static_cast<uint64_t>(sec) * 1'000'000'000 + frac;
+}
+
 // One entry's value from its JSON (bpftrace's form of that aggregation).
 bool aggregate_of(const MapSnapshot& map, const Json& j, const Json* typed, Aggregate& a, std::string& error) {
   switch (map.kind) {
@@ -173,6 +192,17 @@ bool aggregate_of(const MapSnapshot& map, const Json& j, const Json* typed, Aggr
       }
       return true;
     }
+    case AggKind::TSeries: {
+      if (j.kind != Kind::Array) return error = "a tseries that is not a list of intervals", false;
+      for (const Json& p : j.items) {
+        const Json* start = p.find("interval_start");
+        const Json* v = p.find("value");
+        const auto ns = start && start->kind == Kind::String ? utc_ns(start->text) : std::nullopt;
+        if (!ns || !v) return error = "an interval without its interval_start and value", false;
+        a.series.emplace(*ns / map.tseries.interval_ns, number(*v).as_i64());
+      }
+      return true;
+    }
   }
   return false;
 }
@@ -186,8 +216,11 @@ std::optional<MapSnapshot> map_of(const Json& msg, std::string_view type, std::s
   const Json& body = data->members[0].second;
   const Json* agg = msg.find("agg");
   // bpftrace's own JSON has no "agg": read it as the kind its type names.
-  std::optional<AggKind> kind = agg ? agg_of(agg->text)
-                                    : type == "hist" ? AggKind::Hist : type == "stats" ? AggKind::Stats : AggKind::Plain;
+  std::optional<AggKind> kind = agg                 ? agg_of(agg->text)
+                                : type == "hist"    ? AggKind::Hist
+                                : type == "stats"   ? AggKind::Stats
+                                : type == "tseries" ? AggKind::TSeries
+                                                    : AggKind::Plain;
   if (!kind) return error = fmt::format("unknown aggregation \"{}\"", agg->text), std::nullopt;
   map.kind = *kind;
   if (const Json* b = msg.find("bits")) map.hist.bits = static_cast<int>(b->as_i64());
@@ -197,6 +230,14 @@ std::optional<MapSnapshot> map_of(const Json& msg, std::string_view type, std::s
     map.hist.min = min->as_i64();
     map.hist.max = max->as_i64();
     map.hist.step = step->as_i64();
+  }
+  if (map.kind == AggKind::TSeries) {
+    const Json *interval = msg.find("interval_ns"), *intervals = msg.find("intervals"), *agg = msg.find("tseries_agg");
+    if (!interval || !intervals || interval->as_u64() == 0 || intervals->as_u64() == 0)
+      return error = "a tseries without interval_ns and intervals", std::nullopt;
+    map.tseries.interval_ns = interval->as_u64();
+    map.tseries.intervals = static_cast<uint32_t>(intervals->as_u64());
+    if (agg) map.tseries.agg = tseries_agg_of(agg->text).value_or(TSeriesAgg::Last);
   }
   if (const Json* s = msg.find("signed")) map.value_signed = s->b;
   const Json* keys = msg.find("keys");
@@ -251,7 +292,7 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
     auto v = typed_value(*typed, error);
     if (!v) return std::nullopt;
     r.out = to_text(*v) + "\n";
-  } else if (t == "map" || t == "hist" || t == "stats") {
+  } else if (t == "map" || t == "hist" || t == "stats" || t == "tseries") {
     auto map = map_of(*msg, t, error);
     if (!map) return std::nullopt;
     const Json* layout = msg->find("layout");
@@ -300,7 +341,7 @@ std::optional<Rendered> render_message(std::string_view line, const RenderOption
 
 std::optional<AggKind> agg_of(std::string_view name) {
   for (AggKind k : {AggKind::Plain, AggKind::Count, AggKind::Sum, AggKind::Min, AggKind::Max, AggKind::Avg,
-                    AggKind::Stats, AggKind::Hist, AggKind::LHist})
+                    AggKind::Stats, AggKind::Hist, AggKind::LHist, AggKind::TSeries})
     if (agg_name(k) == name) return k;
   return std::nullopt;
 }

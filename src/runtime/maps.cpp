@@ -259,6 +259,9 @@ output::Aggregate aggregate(const sema::MapInfo& m, const std::vector<uint8_t>& 
       }
       break;
     }
+    case output::AggKind::TSeries:
+      a.series = output::tseries_of(m.tseries, m.value.is_signed, value.data(), n, stride);
+      break;
   }
   return a;
 }
@@ -327,8 +330,12 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
   snap.keyed = m.keyed;
   snap.value_signed = m.value.is_signed;
   snap.hist = m.hist;
+  snap.tseries = m.tseries;
   std::vector<uint8_t> value(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
-  for (const auto& key : present_keys(fd, m.key_size)) {
+  auto keys = present_keys(fd, m.key_size);
+  // bpftrace prints a tseries() map's keys in the order of their bytes.
+  if (m.agg == output::AggKind::TSeries) std::sort(keys.begin(), keys.end());
+  for (const auto& key : keys) {
     const int err = mode == Read::Take ? bpf_map_lookup_and_delete_elem(fd, key.data(), value.data())
                                        : bpf_map_lookup_elem(fd, key.data(), value.data());
     if (err != 0) continue;  // deleted by a probe meanwhile
@@ -340,7 +347,9 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
 }
 
 void add_zero_scalar(output::MapSnapshot& snap, const sema::MapInfo& m, int ncpus, const Resolver* resolver) {
-  if (m.keyed || !snap.entries.empty() || output::is_histogram(m.agg) || m.value.kind == sema::TypeKind::None) return;
+  if (m.keyed || !snap.entries.empty() || output::is_histogram(m.agg) || m.agg == output::AggKind::TSeries ||
+      m.value.kind == sema::TypeKind::None)
+    return;
   const std::vector<uint8_t> zeros(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
   snap.entries.emplace_back(output::Value{}, aggregate(m, zeros, ncpus, resolver));
 }

@@ -32,6 +32,7 @@ const char* agg_name(output::AggKind k) {
     case output::AggKind::Stats: return "stats";
     case output::AggKind::Hist: return "hist";
     case output::AggKind::LHist: return "lhist";
+    case output::AggKind::TSeries: return "tseries";
   }
   std::unreachable();
 }
@@ -335,6 +336,7 @@ void Checker::for_map(const Stmt& s) {
     case output::AggKind::Stats:
     case output::AggKind::Hist:
     case output::AggKind::LHist:
+    case output::AggKind::TSeries:
       error(e.loc, fmt::format("Loop expression does not support type: {} ({} has no single value per key)",
                                agg_name(m->agg), e.name));
       return;
@@ -554,6 +556,8 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Functi
     hist.max = *mx;
     hist.step = *st;
   }
+  output::TSeriesParams tseries;
+  if (kind == output::AggKind::TSeries && !tseries_params(call, tseries)) return;
   MapInfo* m = map_for(target_id, /*create=*/true);
   if (!m) return;
   bool fresh = m->value.kind == TypeKind::None && m->agg == output::AggKind::Plain;
@@ -568,8 +572,15 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Functi
     error(call.loc, fmt::format("{}: the same map must use the same {}() parameters everywhere", m->name, call.name));
     return;
   }
+  if (!fresh && kind == output::AggKind::TSeries &&
+      (m->tseries.interval_ns != tseries.interval_ns || m->tseries.intervals != tseries.intervals ||
+       m->tseries.agg != tseries.agg)) {
+    error(call.loc, "Different tseries bounds in a single map unsupported");
+    return;
+  }
   m->agg = kind;
   m->hist = hist;
+  m->tseries = tseries;
   Type u;
   if (fresh) {
     m->value = Type::integer(8, arg.is_signed);
@@ -577,6 +588,72 @@ void Checker::aggregate(ExprId target_id, ExprId call_id, const builtins::Functi
     m->value = Type::integer(8, m->value.is_signed || arg.is_signed);
   }
   set(target_id, Type::none());
+}
+
+// tseries(v, interval, n[, agg]): the interval (a duration such as 100ms,
+// or ns), the number of intervals kept and the aggregation, in bpftrace's
+// words when they are wrong.
+bool Checker::tseries_params(const Expr& call, output::TSeriesParams& out) {
+  // bpftrace 0.26 calls tseries unstable: a warning, unless the config says.
+  if (out_.config.unstable_tseries == Unstable::Error) {
+    error(call.loc,
+          "tseries feature is not enabled by default. To enable this unstable feature, set the config flag to enable. "
+          "unstable_tseries=enable");
+    return false;
+  }
+  if (out_.config.unstable_tseries == Unstable::Warn)
+    diags_.warning_unlocated(
+        "Script is using an unstable feature: tseries. To prevent this warning you must explicitly enable it in the "
+        "config e.g. unstable_tseries=enable");
+  const auto interval = constant(call.args[1]);
+  if (!interval) {
+    error(ast_.expr(call.args[1]).loc, "tseries: invalid interval_ns value (must be non-negative literal)");
+    return false;
+  }
+  const auto count = constant(call.args[2]);
+  if (!count) {
+    error(ast_.expr(call.args[2]).loc, "tseries: invalid num_intervals value (must be non-negative literal)");
+    return false;
+  }
+  if (*interval <= 0) {
+    error(ast_.expr(call.args[1]).loc, fmt::format("tseries() interval_ns must be >= 1 ({} provided)", *interval));
+    return false;
+  }
+  if (*count <= 0) {
+    error(ast_.expr(call.args[2]).loc, fmt::format("tseries() num_intervals must be >= 1 ({} provided)", *count));
+    return false;
+  }
+  if (*count > 1000000) {
+    error(ast_.expr(call.args[2]).loc, fmt::format("tseries() num_intervals must be < 1000000 ({} provided)", *count));
+    return false;
+  }
+  // All the intervals of a key are one per-CPU map value, which the kernel
+  // caps at 32 KiB.
+  if (*count > output::kMaxTSeriesIntervals) {
+    error(ast_.expr(call.args[2]).loc,
+          fmt::format("tseries() num_intervals must be at most {} in bpfscope ({} provided)",
+                      output::kMaxTSeriesIntervals, *count));
+    return false;
+  }
+  out.interval_ns = static_cast<uint64_t>(*interval);
+  out.intervals = static_cast<uint32_t>(*count);
+  if (call.args.size() < 4) return true;
+  const Expr& agg = ast_.expr(call.args[3]);
+  const Type t = expr(call.args[3]);
+  if (agg.kind != ExprKind::String) {
+    error(agg.loc, fmt::format("tseries() expects a string literal ({} provided)",
+                               t.kind == TypeKind::None ? "none" : t.name()));
+    return false;
+  }
+  const auto a = output::tseries_agg_of(agg.sval);
+  if (!a || *a == output::TSeriesAgg::Last) {
+    error(agg.loc, fmt::format("tseries() expects one of the following aggregation functions: avg, max, min, sum "
+                               "(\"{}\" provided)",
+                               agg.sval));
+    return false;
+  }
+  out.agg = *a;
+  return true;
 }
 
 // A compile-time integer constant: literals, negated literals, numeric
@@ -1062,6 +1139,7 @@ Type Checker::expr(ExprId id) {
         case output::AggKind::Stats:
         case output::AggKind::Hist:
         case output::AggKind::LHist:
+        case output::AggKind::TSeries:
           error(e.loc, fmt::format("a {}() map has no single value to read in a probe: {}", agg_name(m->agg), e.name));
           return set(id, Type::none());
       }
@@ -1434,6 +1512,11 @@ void compute_layouts(TypedProgram& p) {
       case output::AggKind::LHist:
         // The bucket counts, then the sum of the values (metrics' _sum).
         m.value_size = 8 * (m.hist_buckets() + 1);
+        m.percpu = true;
+        break;
+      case output::AggKind::TSeries:
+        // A {value, meta, epoch} slot per interval.
+        m.value_size = output::kTSeriesSlotSize * m.tseries.intervals;
         m.percpu = true;
         break;
     }

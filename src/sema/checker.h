@@ -96,6 +96,7 @@ class Checker {
   void aggregate(ExprId target_id, ExprId call_id, const builtins::Function& f);
 
   std::optional<int64_t> constant(ExprId id);
+  bool tseries_params(const Expr& call, output::TSeriesParams& out);
   std::optional<bool> known_condition(ExprId id) const;
   bool pruned_map(const std::string& name);
   std::vector<MapInfo>::iterator empty_map(const std::string& name, const Type& key, lang::Loc loc);

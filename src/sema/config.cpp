@@ -90,6 +90,17 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         continue;
       }
       config.print_maps_on_exit = *b;
+    } else if (key == "unstable_tseries") {
+      // bpftrace's words: enable (or true/1), warn, error (or false/0).
+      const auto b = boolean(value);
+      if (value == "enable" || (b && *b))
+        config.unstable_tseries = Unstable::Enable;
+      else if (value == "warn")
+        config.unstable_tseries = Unstable::Warn;
+      else if (value == "error" || (b && !*b))
+        config.unstable_tseries = Unstable::Error;
+      else
+        bad("enable, warn or error");
     } else if (key == "missing_probes") {
       if (value == "error")
         config.missing_probes = MissingProbes::Error;

@@ -84,6 +84,7 @@ struct MapInfo {
   Type key;    // Tuple for multi-keys; None for scalar maps
   Type value;  // Plain maps: the stored type; aggregations: the argument type
   output::HistParams hist;
+  output::TSeriesParams tseries;  // tseries()
   uint32_t key_size = 0;    // bytes of the kernel key (8 for scalar maps: key 0)
   uint32_t value_size = 0;  // bytes of one (per-CPU) kernel value
   bool percpu = false;
@@ -170,11 +171,16 @@ enum class MissingProbes { Error, Warn, Ignore };
 
 // The environment's settings (BPFTRACE_MAX_STRLEN...), then the script's
 // config block over them.
+// config unstable_*: a feature bpftrace marks unstable is used freely,
+// with a warning, or not at all.
+enum class Unstable { Enable, Warn, Error };
+
 struct Config {
   uint32_t max_strlen = 1024;
   uint32_t max_map_keys = 4096;
   bool print_maps_on_exit = true;
   MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
+  Unstable unstable_tseries = Unstable::Warn;
 };
 
 struct TypedProgram {

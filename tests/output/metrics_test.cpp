@@ -124,6 +124,20 @@ TEST(Metrics, CountIsACounter) {
             "bpfscope_map_total 5\n");
 }
 
+// A tseries() is a gauge of its newest interval's value; a key with no
+// interval written yet (zeroed) has no series.
+TEST(Metrics, TimeSeriesIsTheNewestInterval) {
+  Aggregate a, zeroed;
+  a.series = {{10, 4}, {12, -2}, {11, 9}};
+  zeroed.series = {{0, 0}};
+  auto m = keyed("@q", AggKind::TSeries, {{S("a"), a}, {S("z"), zeroed}});
+  m.tseries = TSeriesParams{.interval_ns = 1'000'000'000, .intervals = 5};
+  EXPECT_EQ(text_of(m),
+            "# HELP bpfscope_q bpfscope map @q (tseries())\n"
+            "# TYPE bpfscope_q gauge\n"
+            "bpfscope_q{key=\"a\"} -2\n");
+}
+
 // A plain key is the label `key`; series come in key order; label values
 // escape backslash, double quote and newline.
 TEST(Metrics, PlainKeySortedAndEscaped) {

@@ -75,6 +75,22 @@ TEST(Recording, HistogramsKeepTheirBuckets) {
   EXPECT_EQ(render(record_map(h), {.percentiles = true}), map_text(h, 0, 0, HistLayout::Bpftrace, true));
 }
 
+TEST(Recording, TimeSeriesKeepTheirIntervals) {
+  Aggregate one, two;
+  one.series = {{1000, -3}, {1001, 5}, {1003, 2}};
+  two.series = {{1002, 7}};
+  MapSnapshot t = keyed("@t", AggKind::TSeries, {{S("b"), one}, {S("a"), two}});
+  t.tseries = TSeriesParams{.interval_ns = 100'000'000, .intervals = 5, .agg = TSeriesAgg::Max};
+  expect_round_trip(t);
+  MapSnapshot u = scalar("@u", AggKind::TSeries, one, false);
+  u.tseries = TSeriesParams{.interval_ns = 1'000'000'000, .intervals = 3};
+  expect_round_trip(u);
+  // bpftrace's own JSON lacks the interval: a clear error, no crash.
+  std::string error;
+  EXPECT_FALSE(render_message(json_map(u), {}, error));
+  EXPECT_EQ(error, "a tseries without interval_ns and intervals");
+}
+
 TEST(Recording, EventsValuesAndMarkers) {
   EXPECT_EQ(render(json_event("printf", "a 5\n")), "a 5\n");
   EXPECT_EQ(render(with_fields(json_named_event({"pid"}, {I(1)}), text_field("PID 1\n"))), "PID 1\n");
