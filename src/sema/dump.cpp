@@ -22,6 +22,7 @@ const char* probe_kind_name(ProbeKind k) {
     case ProbeKind::Fentry: return "fentry";
     case ProbeKind::Fexit: return "fexit";
     case ProbeKind::Hardware: return "hardware";
+    case ProbeKind::Bench: return "bench";
   }
   std::unreachable();
 }

@@ -57,6 +57,7 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "kretfunc", .kind = ProbeKind::Fexit, .canonical = "fexit"},
     ProviderRow{.name = "hardware", .kind = ProbeKind::Hardware, .canonical = "hardware"},
     ProviderRow{.name = "h", .kind = ProbeKind::Hardware, .canonical = "hardware"},
+    ProviderRow{.name = "bench", .kind = ProbeKind::Bench, .canonical = "bench"},
 };
 
 const ProviderRow* find_provider(std::string_view name) {
@@ -435,6 +436,7 @@ std::expected<std::string, std::string> list_provider(std::string_view pattern, 
     }
     case ProbeKind::Begin:
     case ProbeKind::End:
+    case ProbeKind::Bench:
     case ProbeKind::Hardware: break;
   }
   return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
@@ -582,6 +584,15 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         return std::nullopt;
       }
       out.targets.push_back({.name = std::string(parts[0]), .format = {}, .loc = loc});
+      return out;
+    case ProbeKind::Bench:
+      // bench:NAME, run by --mode bench (BPF_PROG_TEST_RUN, repeated).
+      if (parts.size() != 2 || parts[1].empty()) {
+        diags.error(loc, "bench probes must have a name: bench:NAME");
+        return std::nullopt;
+      }
+      out.targets.push_back({.name = fmt::format("bench:{}", parts[1]), .format = {}, .func = std::string(parts[1]),
+                             .loc = loc});
       return out;
     case ProbeKind::Tracepoint: {
       if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
