@@ -42,7 +42,7 @@ void Lowerer::run() {
   // whatever task the timer interrupts) nor iterators (they run in ours).
   const bool per_process = unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End &&
                            unit_.kind != sema::ProbeKind::Interval && unit_.kind != sema::ProbeKind::Iter &&
-                           unit_.kind != sema::ProbeKind::Bench;
+                           unit_.kind != sema::ProbeKind::Bench && unit_.kind != sema::ProbeKind::Signal;
   if (opts_.filter_pid > 0 && per_process) {
     VregId pid = b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32);
     BlockId mine = b_.new_block(), other = b_.new_block();

@@ -45,7 +45,8 @@ Read read_mode(const sema::Action& a, int32_t m) {
 bpf_prog_type prog_type(sema::ProbeKind k) {
   switch (k) {
     case sema::ProbeKind::Begin:
-    case sema::ProbeKind::End: return BPF_PROG_TYPE_RAW_TRACEPOINT;
+    case sema::ProbeKind::End:
+    case sema::ProbeKind::Signal: return BPF_PROG_TYPE_RAW_TRACEPOINT;
     case sema::ProbeKind::Tracepoint: return BPF_PROG_TYPE_TRACEPOINT;
     case sema::ProbeKind::RawTracepoint: return BPF_PROG_TYPE_RAW_TRACEPOINT;
     case sema::ProbeKind::Interval: return BPF_PROG_TYPE_RAW_TRACEPOINT;  // run by a timer in bpfscope
@@ -89,6 +90,7 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::Uretprobe:
     case sema::ProbeKind::Usdt:
     case sema::ProbeKind::Bench:
+    case sema::ProbeKind::Signal:
     case sema::ProbeKind::Iter: return "";
   }
   std::unreachable();
@@ -280,7 +282,8 @@ const char* mechanism_name(sema::ProbeKind k, bool tp_btf) {
     case sema::ProbeKind::Begin:
     case sema::ProbeKind::End:
     case sema::ProbeKind::Interval:
-    case sema::ProbeKind::Bench: return "test_run";
+    case sema::ProbeKind::Bench:
+    case sema::ProbeKind::Signal: return "test_run";
     case sema::ProbeKind::Tracepoint: return "tracepoint";
     case sema::ProbeKind::RawTracepoint: return tp_btf ? "tp_btf" : "raw_tracepoint";
     case sema::ProbeKind::Uprobe: return "uprobe";
@@ -334,6 +337,9 @@ class Session {
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
+    // SIGUSR1 runs the self:signal:SIGUSR1 probes; as in bpftrace, it never
+    // ends the run.
+    sigaddset(&mask, SIGUSR1);
     sigprocmask(SIG_BLOCK, &mask, nullptr);
     // Under `serve`, the server's stop event ends every session instead.
     if (o_.stop_fd < 0) sigfd_ = bpf::Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -845,6 +851,10 @@ class Session {
       case sema::ProbeKind::End:
       case sema::ProbeKind::Bench:  // run by run_benchmarks()
       case sema::ProbeKind::Iter: break;  // run by run_iterators()
+      case sema::ProbeKind::Signal:
+        // Run by loop() when SIGUSR1 arrives.
+        if (o_.verbose) fmt::print(stderr, "{}: run by bpfscope on the signal (BPF_PROG_TEST_RUN)\n", t.name);
+        break;
       case sema::ProbeKind::Tracepoint: {
         auto link = bpf::attach_tracepoint(fd, t.format.id);
         if (!link) return attach_error(t, link.error().message);
@@ -1321,7 +1331,12 @@ class Session {
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == 1) {
           signalfd_siginfo si;
-          while (sigfd_ && read(sigfd_.get(), &si, sizeof si) == sizeof si) exiting_ = true;
+          while (sigfd_ && read(sigfd_.get(), &si, sizeof si) == sizeof si) {
+            if (si.ssi_signo == SIGUSR1)
+              run_kind(sema::ProbeKind::Signal);
+            else
+              exiting_ = true;
+          }
           if (o_.stop_fd >= 0) exiting_ = true;  // left set, for the other sessions
         } else if (events[k].data.u32 == 2) {
           if (watch_pid == child_pid_) {

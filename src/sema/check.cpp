@@ -1587,7 +1587,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
       for (auto& t : point.targets) {
         if (existing != out.units.end() && !target_specific[i] && point.kind != ProbeKind::Interval &&
             point.kind != ProbeKind::Profile && point.kind != ProbeKind::Begin && point.kind != ProbeKind::End &&
-            point.kind != ProbeKind::Bench) {
+            point.kind != ProbeKind::Bench && point.kind != ProbeKind::Signal) {
           existing->targets.push_back(std::move(t));
           continue;
         }

@@ -23,6 +23,7 @@ const char* probe_kind_name(ProbeKind k) {
     case ProbeKind::Fexit: return "fexit";
     case ProbeKind::Hardware: return "hardware";
     case ProbeKind::Bench: return "bench";
+    case ProbeKind::Signal: return "self";
   }
   std::unreachable();
 }

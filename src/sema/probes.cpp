@@ -58,6 +58,7 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "hardware", .kind = ProbeKind::Hardware, .canonical = "hardware"},
     ProviderRow{.name = "h", .kind = ProbeKind::Hardware, .canonical = "hardware"},
     ProviderRow{.name = "bench", .kind = ProbeKind::Bench, .canonical = "bench"},
+    ProviderRow{.name = "self", .kind = ProbeKind::Signal, .canonical = "self"},
 };
 
 const ProviderRow* find_provider(std::string_view name) {
@@ -437,6 +438,7 @@ std::expected<std::string, std::string> list_provider(std::string_view pattern, 
     case ProbeKind::Begin:
     case ProbeKind::End:
     case ProbeKind::Bench:
+    case ProbeKind::Signal:
     case ProbeKind::Hardware: break;
   }
   return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
@@ -593,6 +595,23 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
       }
       out.targets.push_back({.name = fmt::format("bench:{}", parts[1]), .format = {}, .func = std::string(parts[1]),
                              .loc = loc});
+      return out;
+    case ProbeKind::Signal:
+      // self:signal:SIGUSR1: run by bpfscope each time it receives the
+      // signal. bpftrace supports SIGUSR1 alone.
+      if (parts.size() != 3) {
+        diags.error(loc, "self probes must have 2 arguments: self:signal:SIGUSR1");
+        return std::nullopt;
+      }
+      if (parts[1] != "signal") {
+        diags.error(loc, fmt::format("{} is not a supported trigger (self:signal:SIGUSR1)", parts[1]));
+        return std::nullopt;
+      }
+      if (parts[2] != "SIGUSR1") {
+        diags.error(loc, fmt::format("{} is not a supported signal (self:signal:SIGUSR1)", parts[2]));
+        return std::nullopt;
+      }
+      out.targets.push_back({.name = "self:signal:SIGUSR1", .format = {}, .func = "SIGUSR1", .loc = loc});
       return out;
     case ProbeKind::Tracepoint: {
       if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
