@@ -807,14 +807,19 @@ class Session {
     if (failed) exit_code_ = 1;
   }
 
+  // An iterator runs to its end: an exit() in it (as in bpftrace, where it
+  // is a message the iteration does not wait for) ends the run after the
+  // iteration, whose output is all printed; later iterators do not run.
   void run_iterators() {
-    for (size_t i = 0; i < prog_fds_.size(); ++i) {
+    for (size_t i = 0; i < prog_fds_.size() && !exiting_; ++i) {
       const auto& unit = p_.units[m_.unit_of[i]];
       if (unit.kind != sema::ProbeKind::Iter) continue;
       if (o_.verbose) fmt::print(stderr, "{}: BPF iterator\n", unit.targets[0].name);
       if (auto r = bpf::run_iterator(prog_fds_[i].get()); !r)
         fmt::print(stderr, "ERROR: {}: {}\n", unit.targets[0].name, r.error().message);
+      iterating_ = true;
       drain();
+      iterating_ = false;
     }
   }
 
@@ -1022,7 +1027,7 @@ class Session {
       case sema::ActionKind::Exit:
         // Records other CPUs send after exit() are dropped, as in bpftrace.
         exiting_ = true;
-        ignore_records_ = true;
+        ignore_records_ = !iterating_;
         exit_code_ = args.empty() ? 0 : static_cast<int>(args[0].i);
         break;
       case sema::ActionKind::Print: {
@@ -1450,7 +1455,8 @@ class Session {
   bpf::Fd sigfd_;
   bool exiting_ = false;
   bool ignore_records_ = false;
-  bool discard_output_ = false;  // --mode bench: a benchmark runs; its records print nothing
+  bool discard_output_ = false;
+  bool iterating_ = false;  // an iterator's records are read: an exit() among them drops none  // --mode bench: a benchmark runs; its records print nothing
   int exit_code_ = 0;
   uint64_t lost_reported_ = 0;
   uint64_t lost_discarded_ = 0;  // lost while a benchmark ran (lost_total)
