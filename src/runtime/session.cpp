@@ -759,7 +759,8 @@ class Session {
   // BPF_PROG_TEST_RUN until the runs take 1 ms in all (as bpftrace: the
   // count grows 1000-, 100-, 10- or 2-fold by how far short the last try
   // fell), its output discarded; then its mean time per run. A probe that
-  // calls exit() with a non-zero code fails, and the run's status is 1.
+  // calls exit() with a non-zero code, errorf() or a helper that fails
+  // fails, and the run's status is 1.
   void run_benchmarks() {
     std::vector<std::string> names;
     std::vector<size_t> progs;
@@ -781,6 +782,7 @@ class Session {
         discard_output_ = false;
         // An exit() ends the benchmark, not the run.
         const int code = exit_code_;
+        const uint64_t errors = std::exchange(bench_errors_, 0);
         exiting_ = false;
         ignore_records_ = false;
         exit_code_ = 0;
@@ -791,11 +793,11 @@ class Session {
         }
         const uint64_t total = r->average_ns * iters;
         const uint64_t grow = total < 1000 ? 1000 : total < 10000 ? 100 : total < 100000 ? 10 : total < 1000000 ? 2 : 1;
-        if (code == 0 && grow > 1 && iters * grow <= INT32_MAX) {
+        if (code == 0 && errors == 0 && grow > 1 && iters * grow <= INT32_MAX) {
           iters *= grow;
           continue;
         }
-        if (code != 0) {
+        if (code != 0 || errors != 0) {
           fmt::print(stderr, "ERROR: Benchmark '{}' failed.\n", names[k]);
           failed = true;
           break;
@@ -994,7 +996,10 @@ class Session {
     if (size < 8) return 0;
     uint64_t id;
     std::memcpy(&id, data, 8);
-    if (id == ir::kHelperErrorRecord) return helper_error(data, size);
+    if (id == ir::kHelperErrorRecord) {
+      if (discard_output_) return ++bench_errors_, 0;
+      return helper_error(data, size);
+    }
     if (id == ir::kUstackPidRecord) {
       uint32_t tgid;
       std::memcpy(&tgid, data + 8, 4);
@@ -1008,7 +1013,9 @@ class Session {
     const auto& a = p_.actions[id];
     if (size < a.record_size) return 0;
     if (ignore_records_) return 0;
-    // A benchmark's output is discarded; what it does to maps and its exit() are not.
+    // A benchmark's output is discarded; what it does to maps, its exit()
+    // and its errors (errorf(), failed helper calls) are not.
+    if (discard_output_ && a.kind == sema::ActionKind::Errorf) return ++bench_errors_, 0;
     if (discard_output_ && a.kind != sema::ActionKind::Clear && a.kind != sema::ActionKind::Zero &&
         a.kind != sema::ActionKind::Exit)
       return 0;
@@ -1456,6 +1463,7 @@ class Session {
   bool exiting_ = false;
   bool ignore_records_ = false;
   bool discard_output_ = false;
+  uint64_t bench_errors_ = 0;  // errorf() and failed helper calls in the benchmark running
   bool iterating_ = false;  // an iterator's records are read: an exit() among them drops none  // --mode bench: a benchmark runs; its records print nothing
   int exit_code_ = 0;
   uint64_t lost_reported_ = 0;
