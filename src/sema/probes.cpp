@@ -437,8 +437,10 @@ std::expected<std::string, std::string> list_provider(std::string_view pattern, 
     }
     case ProbeKind::Begin:
     case ProbeKind::End:
-    case ProbeKind::Bench:
     case ProbeKind::Signal:
+      if (bpf::glob_match(part(1), "signal") && bpf::glob_match(part(2), "SIGUSR1")) out += "self:signal:SIGUSR1\n";
+      return out;
+    case ProbeKind::Bench:
     case ProbeKind::Hardware: break;
   }
   return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
@@ -506,7 +508,9 @@ std::expected<std::string, std::string> list_script_probes(const lang::Program& 
   for (const auto& probe : program.probes) {
     for (const auto& point : probe.points) {
       const auto* row = find_provider(split_attach_point(point.text)[0]);
-      if (row && (row->kind == ProbeKind::Begin || row->kind == ProbeKind::End)) continue;
+      if (row && (row->kind == ProbeKind::Begin || row->kind == ProbeKind::End || row->kind == ProbeKind::Signal ||
+                  row->kind == ProbeKind::Bench))
+        continue;
       if (!seen.insert(point.text).second) continue;
       auto one = list_provider(point.text, verbose, pid);
       if (!one) return one;
