@@ -150,7 +150,7 @@ std::optional<int> set_mode(Cli& cli, std::string_view mode, bool alias) {
   }
   if (mode == "test" || mode == "compiler-bench" || mode == "format")
     fmt::print(stderr, "ERROR: --mode {} is not supported by bpfscope ({}); supported: 'bench', 'codegen'\n", mode,
-               mode == "test" ? "it has no test: probes"
+               mode == "test"     ? "it has no test: probes"
                : mode == "format" ? "it has no script formatter"
                                   : "it has no compiler passes to time; -d shows each stage's output");
   else

@@ -245,8 +245,7 @@ void Lowerer::for_map(const Stmt& s) {
   const auto index = static_cast<uint32_t>(subprograms_.size());
   subprograms_.emplace_back();
   lower_callback(s, subprograms_.back(), index, f.shared, false);
-  b_.call(BPF_FUNC_for_each_map_elem,
-          {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), f.cs, b_.imm(0)});
+  b_.call(BPF_FUNC_for_each_map_elem, {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), f.cs, b_.imm(0)});
   close_loop_frame(f);
 }
 

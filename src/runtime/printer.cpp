@@ -150,8 +150,7 @@ class TextPrinter : public PieceWriter {
     fmt::print(stderr, "{}", text);
   }
   void lost(uint64_t events) override { fmt::print(stderr, "Lost {} events\n", events); }
-  void benchmark(const std::vector<std::string>& names, size_t index, uint64_t average_ns,
-                 uint64_t iters) override {
+  void benchmark(const std::vector<std::string>& names, size_t index, uint64_t average_ns, uint64_t iters) override {
     if (index == 0) write(output::benchmark_header(names));
     write(output::benchmark_row(names, names[index], average_ns, iters));
   }

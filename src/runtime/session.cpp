@@ -772,7 +772,8 @@ class Session {
     }
     bool failed = false;
     for (size_t k = 0; k < progs.size(); ++k) {
-      if (o_.verbose) fmt::print(stderr, "{}: BPF_PROG_TEST_RUN (XDP), repeated\n", p_.units[m_.unit_of[progs[k]]].targets[0].name);
+      if (o_.verbose)
+        fmt::print(stderr, "{}: BPF_PROG_TEST_RUN (XDP), repeated\n", p_.units[m_.unit_of[progs[k]]].targets[0].name);
       uint64_t iters = 1;
       while (true) {
         discard_output_ = true;
@@ -856,7 +857,7 @@ class Session {
     switch (unit.mechanism) {
       case sema::ProbeKind::Begin:
       case sema::ProbeKind::End:
-      case sema::ProbeKind::Bench:  // run by run_benchmarks()
+      case sema::ProbeKind::Bench:        // run by run_benchmarks()
       case sema::ProbeKind::Iter: break;  // run by run_iterators()
       case sema::ProbeKind::Signal:
         // Run by loop() when SIGUSR1 arrives.
@@ -1462,9 +1463,9 @@ class Session {
   bpf::Fd sigfd_;
   bool exiting_ = false;
   bool ignore_records_ = false;
-  bool discard_output_ = false;
-  uint64_t bench_errors_ = 0;  // errorf() and failed helper calls in the benchmark running
-  bool iterating_ = false;  // an iterator's records are read: an exit() among them drops none  // --mode bench: a benchmark runs; its records print nothing
+  bool discard_output_ = false;  // --mode bench: a benchmark runs; its records print nothing
+  uint64_t bench_errors_ = 0;    // errorf() and failed helper calls in the benchmark running
+  bool iterating_ = false;       // an iterator's records are read: an exit() among them drops none
   int exit_code_ = 0;
   uint64_t lost_reported_ = 0;
   uint64_t lost_discarded_ = 0;  // lost while a benchmark ran (lost_total)

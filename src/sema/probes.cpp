@@ -597,8 +597,8 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         diags.error(loc, "bench probes must have a name: bench:NAME");
         return std::nullopt;
       }
-      out.targets.push_back({.name = fmt::format("bench:{}", parts[1]), .format = {}, .func = std::string(parts[1]),
-                             .loc = loc});
+      out.targets.push_back(
+          {.name = fmt::format("bench:{}", parts[1]), .format = {}, .func = std::string(parts[1]), .loc = loc});
       return out;
     case ProbeKind::Signal:
       // self:signal:SIGUSR1: run by bpfscope each time it receives the
