@@ -67,6 +67,10 @@ OPTIONS:
                    (not interval timers or iterators)
     -p PID         trace PID; tracing ends when it exits, probes filter on its pid
     --dry-run      compile and load the programs, then exit without attaching
+    --mode MODE    bench: run the bench:NAME probes (between BEGIN and END; no other probe is
+                   attached), each repeated until its runs take 1 ms, and print each one's mean
+                   time per run; codegen: compile the program, load nothing
+    --bench        the same as --mode bench
     --unsafe       allow functions that change the system: system() and signal()
     -k             report failed helper calls (probe reads, get_stackid) as located warnings;
                    failed map updates (a full map) are always reported
@@ -130,7 +134,31 @@ struct Cli : driver::CompileOptions {
   std::optional<std::string> list;
   std::optional<std::string> metrics_token;  // --prometheus-token
   std::optional<uint64_t> max_series;        // --max-series
+  std::string mode;                          // --mode (--bench): "bench" or "codegen"; "" runs the program
 };
+
+// --mode MODE, or its alias --bench: bpftrace's modes are codegen (compile,
+// do not load), compiler-bench, bench, test and format; bpfscope has no
+// test probes, formatter or compiler passes to time.
+std::optional<int> set_mode(Cli& cli, std::string_view mode, bool alias) {
+  if (!cli.mode.empty()) {
+    fmt::print(stderr, "ERROR: USAGE: {} conflicts with existing --mode\n", alias ? "--bench" : "--mode");
+    return 1;
+  }
+  if (mode == "bench" || mode == "codegen") {
+    cli.mode = mode;
+    cli.run.bench = mode == "bench";
+    return std::nullopt;
+  }
+  if (mode == "test" || mode == "compiler-bench" || mode == "format")
+    fmt::print(stderr, "ERROR: --mode {} is not supported by bpfscope ({}); supported: 'bench', 'codegen'\n", mode,
+               mode == "test"     ? "it has no test: probes"
+               : mode == "format" ? "it has no script formatter"
+                                  : "it has no compiler passes to time; -d shows each stage's output");
+  else
+    fmt::print(stderr, "ERROR: USAGE: --mode can only be 'bench' or 'codegen' ('{}' given)\n", mode);
+  return 1;
+}
 
 bool read_file(const std::string& path, std::string& out) {
   if (path == "-") {
@@ -188,7 +216,7 @@ bool parse_listen_address(std::string_view arg, std::string& address, uint16_t& 
 }
 
 enum OptionCode { kDryRun = 1000, kUnsafe, kInfo, kNoWarnings, kVerifyIr, kPercentiles, kFlamegraph, kTitle, kInverted, kHeatmap,
-                  kPrometheus, kPrometheusToken, kMaxSeries, kProbeFilter, kInclude, kAot };
+                  kPrometheus, kPrometheusToken, kMaxSeries, kProbeFilter, kInclude, kAot, kMode, kBench };
 
 // Applies one global option (from getopt, or handed back by a tool's command
 // line). Returns an exit status when the option ends the run (-h, -V, --info,
@@ -260,6 +288,8 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     case 'h': fmt::print("{}", kUsage); return 0;
     case 'V': fmt::print("{}\n", kVersion); return 0;
     case kDryRun: cli.run.dry_run = true; break;
+    case kMode: return set_mode(cli, arg, false);
+    case kBench: return set_mode(cli, "bench", true);
     case kProbeFilter:
       try {
         std::regex check(arg);
@@ -378,7 +408,7 @@ int first_word(int argc, char** argv) {
       if (!a.starts_with("--") && a.size() == 2 && std::string_view("ofBdcpI").find(a[1]) != std::string_view::npos)
         ++i;
       if (a == "--flamegraph" || a == "--title" || a == "--heatmap" || a == "--prometheus" ||
-          a == "--prometheus-token" || a == "--max-series")
+          a == "--prometheus-token" || a == "--max-series" || a == "--mode")
         ++i;
       continue;
     }
@@ -707,6 +737,7 @@ int main(int argc, char** argv) {
       {"max-series", required_argument, nullptr, kMaxSeries},
       {"output", required_argument, nullptr, 'o'},  {"probe-filter", required_argument, nullptr, kProbeFilter},
       {"include", required_argument, nullptr, kInclude}, {"aot", required_argument, nullptr, kAot},
+      {"mode", required_argument, nullptr, kMode},  {"bench", no_argument, nullptr, kBench},
       {"version", no_argument, nullptr, 'V'},       {"list", no_argument, nullptr, 'l'},
       {nullptr, 0, nullptr, 0},
   };
@@ -797,5 +828,11 @@ int main(int argc, char** argv) {
   }
   if (auto rc = check_graph_options(cli)) return *rc;
   if (auto rc = check_metrics_options(cli)) return *rc;
+  if (cli.mode == "codegen") {
+    // Compiled (errors reported), never loaded; a -c child, held until the
+    // probes attach, sees the pipe close and exits.
+    std::optional<runtime::Child> child;
+    return driver::compile(cli, child) ? 0 : 1;
+  }
   return driver::compile_and_run(cli);
 }

@@ -132,6 +132,14 @@ uint64_t recursion_misses(int prog_fd);
 // BPF_PROG_TYPE_RAW_TRACEPOINT). Returns the program's return value.
 Result<uint32_t> run_once(int prog_fd);
 
+// Runs a packet program (BPF_PROG_TYPE_XDP: bench probes) `repeat` times in
+// one BPF_PROG_TEST_RUN on a zeroed Ethernet-header-sized packet.
+struct RepeatedRun {
+  uint32_t retval = 0;      // the last run's return value
+  uint64_t average_ns = 0;  // the kernel's mean time per run
+};
+Result<RepeatedRun> run_repeated(int prog_fd, uint32_t repeat);
+
 // ---- attach ----
 
 // An attached probe: the perf event (if any) and the BPF link. Closing both

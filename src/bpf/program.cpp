@@ -127,4 +127,18 @@ Result<uint32_t> run_once(int prog_fd) {
   return opts.retval;
 }
 
+Result<RepeatedRun> run_repeated(int prog_fd, uint32_t repeat) {
+  // The kernel refuses an XDP test run on less than an Ethernet header.
+  uint8_t packet[14] = {};
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = packet, .data_size_in = sizeof packet,
+              .repeat = static_cast<int>(repeat));
+  int r = bpf_prog_test_run_opts(prog_fd, &opts);
+  if (r < 0) {
+    const int err = -r;
+    return std::unexpected(
+        detail::make_error(err, fmt::format("BPF_PROG_TEST_RUN(prog fd {}, repeat {})", prog_fd, repeat)));
+  }
+  return RepeatedRun{.retval = opts.retval, .average_ns = opts.duration};
+}
+
 }  // namespace bpfscope::bpf

@@ -67,7 +67,7 @@ Val target_string(Lowerer& l, std::string s, const Type& t) {
 
 // bpftrace's name of a probe type.
 std::string_view probe_type(ProbeKind k) {
-  return k == ProbeKind::Begin || k == ProbeKind::End ? "special" : sema::probe_kind_name(k);
+  return k == ProbeKind::Begin || k == ProbeKind::End || k == ProbeKind::Signal ? "special" : sema::probe_kind_name(k);
 }
 
 // Probes whose context starts with the interrupted registers (struct
@@ -182,7 +182,8 @@ constexpr Function kContext[] = {
      .lower =
          [](Lowerer& l, ExprId, const Expr&, const Type& t) {
            const ProbeKind k = l.unit_.kind;
-           if (!has_registers(k)) return l.constant(k == ProbeKind::Begin || k == ProbeKind::End, t);
+           if (!has_registers(k))
+             return l.constant(k == ProbeKind::Begin || k == ProbeKind::End || k == ProbeKind::Signal, t);
            VregId cs = l.b_.load(8, l.ctx_, *sema::pt_regs_offset("cs"));
            return l.int_val(l.flag(ir::Cond::Eq, l.b_.alu_imm(AluOp::And, cs, 3), 3), t);
          },

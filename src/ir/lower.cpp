@@ -41,7 +41,8 @@ void Lowerer::run() {
   // -p/-c: probes fire for that process only; not timers (interval runs in
   // whatever task the timer interrupts) nor iterators (they run in ours).
   const bool per_process = unit_.kind != sema::ProbeKind::Begin && unit_.kind != sema::ProbeKind::End &&
-                           unit_.kind != sema::ProbeKind::Interval && unit_.kind != sema::ProbeKind::Iter;
+                           unit_.kind != sema::ProbeKind::Interval && unit_.kind != sema::ProbeKind::Iter &&
+                           unit_.kind != sema::ProbeKind::Bench && unit_.kind != sema::ProbeKind::Signal;
   if (opts_.filter_pid > 0 && per_process) {
     VregId pid = b_.alu_imm(AluOp::Rsh, b_.call(BPF_FUNC_get_current_pid_tgid, {}), 32);
     BlockId mine = b_.new_block(), other = b_.new_block();
@@ -173,10 +174,15 @@ void Lowerer::stmt(StmtId id) {
         return;
       }
       const int32_t var = p_.for_var_of[s.expr];
+      Val start = expr(s.expr), stop = expr(s.range_end);
+      if (!start.constant || !stop.constant) {
+        for_range(s, materialize_int(start), materialize_int(stop));
+        return;
+      }
       VregId i = var_reg(var);
-      b_.mov_to(i, materialize_int(expr(s.expr)));
+      b_.mov_to(i, materialize_int(start));
       mirror_var(var);
-      VregId end = b_.mov(materialize_int(expr(s.range_end)));
+      VregId end = b_.mov(materialize_int(stop));
       BlockId head = b_.new_block(), body = b_.new_block(), latch = b_.new_block(), done = b_.new_block();
       b_.jump(head);
       b_.set_block(head);
@@ -203,42 +209,88 @@ void Lowerer::stmt(StmtId id) {
   }
 }
 
-void Lowerer::for_map(const Stmt& s) {
-  std::vector<int32_t> shared;
+Lowerer::LoopFrame Lowerer::open_loop_frame(const Stmt& s, int32_t own_var) {
+  LoopFrame f;
   {
     std::set<int32_t> used;
     for (StmtId b : s.body) vars_in_stmt(b, used);
     for (int32_t v : used) {
       auto it = vars_.find(v);
-      if (it != vars_.end() && it->second.reg != kNoVreg && p_.var_types[v].is_int()) shared.push_back(v);
+      if (v != own_var && it != vars_.end() && it->second.reg != kNoVreg && p_.var_types[v].is_int())
+        f.shared.push_back(v);
     }
   }
-  const int32_t ctx_off = b_.reserve_stack(kLoopVars + 8 * static_cast<uint32_t>(shared.size()));
-  VregId cs = b_.stack_addr(ctx_off);
-  b_.store(8, cs, kLoopCtx, ctx_);
-  b_.store_imm(8, cs, kLoopEnded, 0);
-  for (size_t k = 0; k < shared.size(); ++k)
-    b_.store(8, cs, kLoopVars + static_cast<int32_t>(8 * k), vars_[shared[k]].reg);
+  // One more slot after the variables: a range's start.
+  const int32_t ctx_off = b_.reserve_stack(kLoopVars + 8 * static_cast<uint32_t>(f.shared.size() + 1));
+  f.cs = b_.stack_addr(ctx_off);
+  b_.store(8, f.cs, kLoopCtx, ctx_);
+  b_.store_imm(8, f.cs, kLoopEnded, 0);
+  for (size_t k = 0; k < f.shared.size(); ++k)
+    b_.store(8, f.cs, kLoopVars + static_cast<int32_t>(8 * k), vars_[f.shared[k]].reg);
+  return f;
+}
 
-  const auto index = static_cast<uint32_t>(subprograms_.size());
-  subprograms_.emplace_back();
-  lower_callback(s, subprograms_.back(), index, shared);
-
-  b_.call(BPF_FUNC_for_each_map_elem,
-          {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), cs, b_.imm(0)});
-  for (size_t k = 0; k < shared.size(); ++k)
-    b_.mov_to(vars_[shared[k]].reg, b_.load(8, cs, kLoopVars + static_cast<int32_t>(8 * k)));
+void Lowerer::close_loop_frame(const LoopFrame& f) {
+  for (size_t k = 0; k < f.shared.size(); ++k)
+    b_.mov_to(vars_[f.shared[k]].reg, b_.load(8, f.cs, kLoopVars + static_cast<int32_t>(8 * k)));
   BlockId ended = b_.new_block(), next = b_.new_block();
-  b_.branch_imm(ir::Cond::Ne, b_.load(8, cs, kLoopEnded), 0, ended, next);
+  b_.branch_imm(ir::Cond::Ne, b_.load(8, f.cs, kLoopEnded), 0, ended, next);
   b_.set_block(ended);
   end_probe();
   b_.set_block(next);
 }
 
-void Lowerer::lower_callback(const Stmt& s, Function& cb, uint32_t index, const std::vector<int32_t>& shared) {
+void Lowerer::for_map(const Stmt& s) {
+  LoopFrame f = open_loop_frame(s, -1);
+  const auto index = static_cast<uint32_t>(subprograms_.size());
+  subprograms_.emplace_back();
+  lower_callback(s, subprograms_.back(), index, f.shared, false);
+  b_.call(BPF_FUNC_for_each_map_elem, {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), f.cs, b_.imm(0)});
+  close_loop_frame(f);
+}
+
+// for ($i : START..END) with a bound known only at run time (a map, a
+// variable): bpf_loop(END - START, callback, ctx, 0), as bpftrace lowers
+// every range; the verifier then needs no bound. Both ends are read once,
+// before the first iteration. No iteration when END <= START; a count the
+// helper refuses (over 1 << 23) runs none either.
+void Lowerer::for_range(const Stmt& s, VregId start, VregId stop) {
+  const int32_t var = p_.for_var_of[s.expr];
+  VregId count = b_.alu(AluOp::Sub, stop, start);
+  BlockId run = b_.new_block(), done = b_.new_block();
+  b_.branch_imm(ir::Cond::SLe, count, 0, done, run);
+  b_.set_block(run);
+  LoopFrame f = open_loop_frame(s, var);
+  b_.store(8, f.cs, kLoopVars + static_cast<int32_t>(8 * f.shared.size()), start);
+  // bpf_loop takes a u32 count: a larger one is made one it refuses.
+  BlockId huge = b_.new_block(), call = b_.new_block();
+  VregId n = b_.mov(count);
+  b_.branch_imm(ir::Cond::Gt, count, 0xffffffffll >> 1, huge, call);
+  b_.set_block(huge);
+  b_.mov_to(n, b_.imm(0xffffffffll >> 1));
+  b_.jump(call);
+  b_.set_block(call);
+  const auto index = static_cast<uint32_t>(subprograms_.size());
+  subprograms_.emplace_back();
+  lower_callback(s, subprograms_.back(), index, f.shared, true);
+  b_.call(BPF_FUNC_loop, {n, b_.func_addr(index), f.cs, b_.imm(0)});
+  close_loop_frame(f);
+  b_.jump(done);
+  b_.set_block(done);
+}
+
+void Lowerer::lower_callback(const Stmt& s, Function& cb, uint32_t index, const std::vector<int32_t>& shared,
+                             bool range) {
   CallerState saved = begin_callback(cb, "for", index);
-  b_.param(0);  // the map
-  VregId key = b_.param(1), value = b_.param(2), cs = b_.param(3);
+  // for-map: callback(map, key, value, ctx); range: callback(index, ctx).
+  VregId key = kNoVreg, value = kNoVreg, cs, iteration = kNoVreg;
+  if (range) {
+    iteration = b_.param(0);
+    cs = b_.param(1);
+  } else {
+    b_.param(0);  // the map
+    key = b_.param(1), value = b_.param(2), cs = b_.param(3);
+  }
   ctx_ = b_.load(8, cs, kLoopCtx);
   enter_scratch(1);
   // Integer variables get this function's registers; the others keep their
@@ -250,7 +302,33 @@ void Lowerer::lower_callback(const Stmt& s, Function& cb, uint32_t index, const 
     vars[shared[k]].reg = b_.load(8, cs, kLoopVars + static_cast<int32_t>(8 * k));
   vars_ = std::move(vars);
 
-  // $kv = (key, value), in scratch.
+  if (range) {
+    // $i = START + the helper's iteration index.
+    VregId start = b_.load(8, cs, kLoopVars + static_cast<int32_t>(8 * shared.size()));
+    vars_[p_.for_var_of[s.expr]].reg = b_.alu(AluOp::Add, start, iteration);
+  } else {
+    for_map_pair(s, key, value);
+  }
+
+  Callback self{.ctx = cs, .stop = b_.new_block()};
+  const BlockId next = b_.new_block();
+  callback_ = &self;
+  loops_ = {{.next = next, .exit = self.stop}};
+  block(s.body);
+  b_.jump(next);
+  // Every exit stores the shared variables back.
+  for (auto [block, ret] : {std::pair{next, 0}, std::pair{self.stop, 1}}) {
+    b_.set_block(block);
+    for (size_t k = 0; k < shared.size(); ++k)
+      b_.store(8, cs, kLoopVars + static_cast<int32_t>(8 * k), vars_[shared[k]].reg);
+    b_.ret(ret);
+  }
+
+  end_callback(saved);
+}
+
+// A for-map callback's $kv = (key, value), in scratch.
+void Lowerer::for_map_pair(const Stmt& s, VregId key, VregId value) {
   const int32_t kv = p_.for_var_of[s.expr];
   const Type& kvt = p_.var_types[kv];
   auto& slot = vars_[kv];
@@ -276,22 +354,6 @@ void Lowerer::lower_callback(const Stmt& s, Function& cb, uint32_t index, const 
   } else {
     copy_exact(dst, kvt.offsets[1], value, kvt.elems[1].field_size());
   }
-
-  Callback self{.ctx = cs, .stop = b_.new_block()};
-  const BlockId next = b_.new_block();
-  callback_ = &self;
-  loops_ = {{.next = next, .exit = self.stop}};
-  block(s.body);
-  b_.jump(next);
-  // Every exit stores the shared variables back.
-  for (auto [block, ret] : {std::pair{next, 0}, std::pair{self.stop, 1}}) {
-    b_.set_block(block);
-    for (size_t k = 0; k < shared.size(); ++k)
-      b_.store(8, cs, kLoopVars + static_cast<int32_t>(8 * k), vars_[shared[k]].reg);
-    b_.ret(ret);
-  }
-
-  end_callback(saved);
 }
 
 // The scratch variables a statement reads or writes (for a loop body).

@@ -91,7 +91,26 @@ class Lowerer {
 
   void for_map(const Stmt& s);
 
-  void lower_callback(const Stmt& s, Function& cb, uint32_t index, const std::vector<int32_t>& shared);
+  // A range whose bounds are not constants runs its body in a bpf_loop
+  // callback, callback(index, ctx), with the same context struct plus the
+  // range's start after the variables.
+  void for_range(const Stmt& s, VregId start, VregId stop);
+
+  // The context struct of a loop body's callback, filled on the caller's
+  // stack; `shared` are the caller's integer variables the body uses
+  // (own_var, the loop's own variable, aside).
+  struct LoopFrame {
+    VregId cs = kNoVreg;
+    std::vector<int32_t> shared;
+  };
+  LoopFrame open_loop_frame(const Stmt& s, int32_t own_var);
+  // After the call: reloads the shared variables, and ends the probe when
+  // the body did (exit(), return).
+  void close_loop_frame(const LoopFrame& f);
+
+  // `range`: a bpf_loop callback (for_range), else a for-map one.
+  void lower_callback(const Stmt& s, Function& cb, uint32_t index, const std::vector<int32_t>& shared, bool range);
+  void for_map_pair(const Stmt& s, VregId key, VregId value);
 
   void vars_in_stmt(StmtId id, std::set<int32_t>& out) const;
 

@@ -379,4 +379,9 @@ std::string json_lost(uint64_t events) {
                      events);
 }
 
+std::string json_benchmark(std::string_view name, uint64_t average_ns, uint64_t iters) {
+  return fmt::format("{{\"type\": \"benchmark_result\", \"data\": {{{}: {{\"average\": {}, \"iters\": {}}}}}}}\n",
+                     json_string(name), average_ns, iters);
+}
+
 }  // namespace bpfscope::output

@@ -567,6 +567,13 @@ std::string json_attached(uint64_t probes);
 
 // `{"type": "lost_events", "count": N, "data": {"events": N}}`.
 std::string json_lost(uint64_t events);
+// --mode bench: `{"type": "benchmark_result", "data": {"NAME": {"average": NS, "iters": N}}}`.
+std::string json_benchmark(std::string_view name, uint64_t average_ns, uint64_t iters);
+// --mode bench's text: the table's header and rule (before the first row)
+// and one row, its name column as wide as the longest of `names` (at least 40).
+std::string benchmark_header(const std::vector<std::string>& names);
+std::string benchmark_row(const std::vector<std::string>& names, std::string_view name, uint64_t average_ns,
+                          uint64_t iters);
 // Probe firings the kernel did not run the probe's program for (at exit).
 std::string json_missed(const std::string& probe, uint64_t firings, const std::string& reason);
 

@@ -162,4 +162,24 @@ std::string json_table(const Table& t, const std::vector<std::string>& names) {
   return fmt::format("{{\"type\": \"table\", \"data\": {}]}}\n", data);
 }
 
+namespace {
+// --mode bench's columns: the name (at least 40 wide, and one space), the
+// mean time (15 wide), then the iteration count.
+size_t benchmark_name_width(const std::vector<std::string>& names) {
+  size_t w = 40;
+  for (const auto& n : names) w = std::max(w, n.size());
+  return w + 1;
+}
+}  // namespace
+
+std::string benchmark_header(const std::vector<std::string>& names) {
+  const size_t w = benchmark_name_width(names);
+  return fmt::format("{:<{}}{:<15}Iterations\n{}\n", "Benchmark", w, "Time(ns)", std::string(w + 15 + 10, '-'));
+}
+
+std::string benchmark_row(const std::vector<std::string>& names, std::string_view name, uint64_t average_ns,
+                          uint64_t iters) {
+  return fmt::format("{:<{}}{:<15}{}\n", name, benchmark_name_width(names), average_ns, iters);
+}
+
 }  // namespace bpfscope::output

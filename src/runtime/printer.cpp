@@ -150,6 +150,10 @@ class TextPrinter : public PieceWriter {
     fmt::print(stderr, "{}", text);
   }
   void lost(uint64_t events) override { fmt::print(stderr, "Lost {} events\n", events); }
+  void benchmark(const std::vector<std::string>& names, size_t index, uint64_t average_ns, uint64_t iters) override {
+    if (index == 0) write(output::benchmark_header(names));
+    write(output::benchmark_row(names, names[index], average_ns, iters));
+  }
   void missed(const std::string&, uint64_t, const char*) override {}
   // bpftrace's two newlines before the exit-time maps.
   void exit_maps_follow() override {
@@ -222,6 +226,9 @@ class JsonPrinter : public PieceWriter {
     emit(helper_error_json(msg, helper, retcode, src, loc));
   }
   void lost(uint64_t events) override { emit(output::json_lost(events)); }
+  void benchmark(const std::vector<std::string>& names, size_t index, uint64_t average_ns, uint64_t iters) override {
+    emit(output::json_benchmark(names[index], average_ns, iters));
+  }
   void missed(const std::string& probe, uint64_t firings, const char* why) override {
     emit(output::json_missed(probe, firings, why));
   }

@@ -67,6 +67,9 @@ class Printer {
   // At exit, a probe's firings the kernel ran no program for. The session
   // warns of them on stderr in every format; this is what a format adds.
   virtual void missed(const std::string& probe, uint64_t firings, const char* why) = 0;
+  // --mode bench: the result of bench probe names[index] (one row of the
+  // text table, whose header comes before the first).
+  virtual void benchmark(const std::vector<std::string>& names, size_t index, uint64_t average_ns, uint64_t iters) = 0;
   // At exit, before the maps are printed (whether or not any are).
   virtual void exit_maps_follow() = 0;
 

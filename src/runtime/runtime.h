@@ -74,6 +74,10 @@ struct Options {
   bool verbose = false;      // -v
   bool no_warnings = false;  // --no-warnings: warnf() prints nothing
   bool dry_run = false;      // --dry-run: load, do not attach or run
+  // --mode bench: BEGIN, then each bench probe run repeatedly (its output
+  // discarded) and its mean time printed, then END; no other probe is
+  // attached and no map is printed at exit. Without it bench probes never run.
+  bool bench = false;
   bool gap_before_maps = true;  // bpftrace's two newlines before the exit-time maps (tools print none)
   output::HistLayout hist_layout = output::HistLayout::Bpftrace;  // tools print libbpf-tools' log2 tables
   bool debug_verifier = false;  // -d verifier: print the kernel's log

@@ -46,7 +46,8 @@ Read read_mode(const sema::Action& a, int32_t m) {
 bpf_prog_type prog_type(sema::ProbeKind k) {
   switch (k) {
     case sema::ProbeKind::Begin:
-    case sema::ProbeKind::End: return BPF_PROG_TYPE_RAW_TRACEPOINT;
+    case sema::ProbeKind::End:
+    case sema::ProbeKind::Signal: return BPF_PROG_TYPE_RAW_TRACEPOINT;
     case sema::ProbeKind::Tracepoint: return BPF_PROG_TYPE_TRACEPOINT;
     case sema::ProbeKind::RawTracepoint: return BPF_PROG_TYPE_RAW_TRACEPOINT;
     case sema::ProbeKind::Interval: return BPF_PROG_TYPE_RAW_TRACEPOINT;  // run by a timer in bpfscope
@@ -61,6 +62,7 @@ bpf_prog_type prog_type(sema::ProbeKind k) {
     case sema::ProbeKind::Iter:
     case sema::ProbeKind::Fentry:
     case sema::ProbeKind::Fexit: return BPF_PROG_TYPE_TRACING;
+    case sema::ProbeKind::Bench: return BPF_PROG_TYPE_XDP;  // the kernel repeats its test runs
   }
   std::unreachable();
 }
@@ -88,6 +90,8 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::Uprobe:
     case sema::ProbeKind::Uretprobe:
     case sema::ProbeKind::Usdt:
+    case sema::ProbeKind::Bench:
+    case sema::ProbeKind::Signal:
     case sema::ProbeKind::Iter: return "";
   }
   std::unreachable();
@@ -278,7 +282,9 @@ const char* mechanism_name(sema::ProbeKind k, bool tp_btf) {
   switch (k) {
     case sema::ProbeKind::Begin:
     case sema::ProbeKind::End:
-    case sema::ProbeKind::Interval: return "test_run";
+    case sema::ProbeKind::Interval:
+    case sema::ProbeKind::Bench:
+    case sema::ProbeKind::Signal: return "test_run";
     case sema::ProbeKind::Tracepoint: return "tracepoint";
     case sema::ProbeKind::RawTracepoint: return tp_btf ? "tp_btf" : "raw_tracepoint";
     case sema::ProbeKind::Uprobe: return "uprobe";
@@ -332,6 +338,9 @@ class Session {
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
+    // SIGUSR1 runs the self:signal:SIGUSR1 probes; as in bpftrace, it never
+    // ends the run.
+    sigaddset(&mask, SIGUSR1);
     sigprocmask(SIG_BLOCK, &mask, nullptr);
     // Under `serve`, the server's stop event ends every session instead.
     if (o_.stop_fd < 0) sigfd_ = bpf::Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -342,7 +351,8 @@ class Session {
     // once BEGIN has run, so no probe prints before BEGIN's output (a
     // tool's column header).
     if (!hold_probes()) return 1;
-    if (!exiting_ && !p_.only_begin_end) {
+    if (int rc = check_bench_units(); rc) return rc;
+    if (!exiting_ && !p_.only_begin_end && !o_.bench) {
       if (int rc = attach_all(); rc) {
         links_.clear();
         return rc;
@@ -355,17 +365,22 @@ class Session {
       }
     }
     uint32_t attach_count = 0;
-    for (const auto& u : p_.units) attach_count += static_cast<uint32_t>(u.targets.size());
+    for (const auto& u : p_.units)
+      if (u.kind != sema::ProbeKind::Bench) attach_count += static_cast<uint32_t>(u.targets.size());
     start_time_ = wall_seconds();
-    if (!o_.quiet) printer_->attached(attach_count, start_time_);
+    if (!o_.quiet && !o_.bench) printer_->attached(attach_count, start_time_);
     if (getenv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")) fmt::print(out_, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n");
     // Not flushed here: the marker reaches the reader with BEGIN's output,
     // after the probes have started, so whatever the reader does on seeing
     // it is traced.
     run_begin();
     drain();
-    if (!exiting_) run_iterators();
-    if (!exiting_ && !p_.only_begin_end) {
+    if (o_.bench) {
+      if (!exiting_) run_benchmarks();
+    } else if (!exiting_) {
+      run_iterators();
+    }
+    if (!exiting_ && !p_.only_begin_end && !o_.bench) {
       if (child) {
         child_pid_ = child->pid;
         char go = 1;
@@ -387,7 +402,7 @@ class Session {
     report_lost(true);
     report_failed_updates();
     printer_->exit_maps_follow();
-    if (p_.config.print_maps_on_exit) print_maps();
+    if (p_.config.print_maps_on_exit && !o_.bench) print_maps();
     fflush(out_);
     if (graph_file_.is_open() && write_flamegraph() != 0 && exit_code_ == 0) exit_code_ = 1;
     if (heat_file_.is_open() && write_heatmap() != 0 && exit_code_ == 0) exit_code_ = 1;
@@ -753,14 +768,89 @@ class Session {
     }
   }
 
-  void run_iterators() {
+  // What runs, by mode: bench probes run only in --mode bench, and there
+  // only they, BEGIN and END do; a program with nothing to run is an error.
+  int check_bench_units() {
+    size_t bench = 0, special = 0;
+    for (const auto& u : p_.units) {
+      if (u.kind == sema::ProbeKind::Bench) ++bench;
+      if (u.kind == sema::ProbeKind::Begin || u.kind == sema::ProbeKind::End) ++special;
+    }
+    if (!o_.bench && bench > 0 && bench == p_.units.size())
+      return fail_unlocated("No probes attached; use --mode bench (--bench) to run benchmark probes.");
+    if (o_.bench && bench == 0 && special == 0)
+      return fail_unlocated("No probes attached; --mode bench runs only bench, begin and end probes.");
+    return 0;
+  }
+
+  // --mode bench: each bench probe in the script's order, repeated with
+  // BPF_PROG_TEST_RUN until the runs take 1 ms in all (as bpftrace: the
+  // count grows 1000-, 100-, 10- or 2-fold by how far short the last try
+  // fell), its output discarded; then its mean time per run. A probe that
+  // calls exit() with a non-zero code, errorf() or a helper that fails
+  // fails, and the run's status is 1.
+  void run_benchmarks() {
+    std::vector<std::string> names;
+    std::vector<size_t> progs;
     for (size_t i = 0; i < prog_fds_.size(); ++i) {
+      const auto& unit = p_.units[m_.unit_of[i]];
+      if (unit.kind != sema::ProbeKind::Bench) continue;
+      names.push_back(unit.targets[0].func);
+      progs.push_back(i);
+    }
+    bool failed = false;
+    for (size_t k = 0; k < progs.size(); ++k) {
+      if (o_.verbose)
+        fmt::print(stderr, "{}: BPF_PROG_TEST_RUN (XDP), repeated\n", p_.units[m_.unit_of[progs[k]]].targets[0].name);
+      uint64_t iters = 1;
+      while (true) {
+        discard_output_ = true;
+        auto r = bpf::run_repeated(prog_fds_[progs[k]].get(), static_cast<uint32_t>(iters));
+        drain();
+        lost_discarded_ = lost_ ? *lost_ : 0;
+        discard_output_ = false;
+        // An exit() ends the benchmark, not the run.
+        const int code = exit_code_;
+        const uint64_t errors = std::exchange(bench_errors_, 0);
+        exiting_ = false;
+        ignore_records_ = false;
+        exit_code_ = 0;
+        if (!r) {
+          fmt::print(stderr, "ERROR: running {}: {}\n", progs_[progs[k]].name, r.error().message);
+          failed = true;
+          break;
+        }
+        const uint64_t total = r->average_ns * iters;
+        const uint64_t grow = total < 1000 ? 1000 : total < 10000 ? 100 : total < 100000 ? 10 : total < 1000000 ? 2 : 1;
+        if (code == 0 && errors == 0 && grow > 1 && iters * grow <= INT32_MAX) {
+          iters *= grow;
+          continue;
+        }
+        if (code != 0 || errors != 0) {
+          fmt::print(stderr, "ERROR: Benchmark '{}' failed.\n", names[k]);
+          failed = true;
+          break;
+        }
+        printer_->benchmark(names, k, r->average_ns, iters);
+        break;
+      }
+    }
+    if (failed) exit_code_ = 1;
+  }
+
+  // An iterator runs to its end: an exit() in it (as in bpftrace, where it
+  // is a message the iteration does not wait for) ends the run after the
+  // iteration, whose output is all printed; later iterators do not run.
+  void run_iterators() {
+    for (size_t i = 0; i < prog_fds_.size() && !exiting_; ++i) {
       const auto& unit = p_.units[m_.unit_of[i]];
       if (unit.kind != sema::ProbeKind::Iter) continue;
       if (o_.verbose) fmt::print(stderr, "{}: BPF iterator\n", unit.targets[0].name);
       if (auto r = bpf::run_iterator(prog_fds_[i].get()); !r)
         fmt::print(stderr, "ERROR: {}: {}\n", unit.targets[0].name, r.error().message);
+      iterating_ = true;
       drain();
+      iterating_ = false;
     }
   }
 
@@ -795,7 +885,12 @@ class Session {
     switch (unit.mechanism) {
       case sema::ProbeKind::Begin:
       case sema::ProbeKind::End:
+      case sema::ProbeKind::Bench:        // run by run_benchmarks()
       case sema::ProbeKind::Iter: break;  // run by run_iterators()
+      case sema::ProbeKind::Signal:
+        // Run by loop() when SIGUSR1 arrives.
+        if (o_.verbose) fmt::print(stderr, "{}: run by bpfscope on the signal (BPF_PROG_TEST_RUN)\n", t.name);
+        break;
       case sema::ProbeKind::Tracepoint: {
         auto link = bpf::attach_tracepoint(fd, t.format.id);
         if (!link) return attach_error(t, link.error().message);
@@ -930,7 +1025,10 @@ class Session {
     if (size < 8) return 0;
     uint64_t id;
     std::memcpy(&id, data, 8);
-    if (id == ir::kHelperErrorRecord) return helper_error(data, size);
+    if (id == ir::kHelperErrorRecord) {
+      if (discard_output_) return ++bench_errors_, 0;
+      return helper_error(data, size);
+    }
     if (id == ir::kUstackPidRecord) {
       uint32_t tgid;
       std::memcpy(&tgid, data + 8, 4);
@@ -944,6 +1042,12 @@ class Session {
     const auto& a = p_.actions[id];
     if (size < a.record_size) return 0;
     if (ignore_records_) return 0;
+    // A benchmark's output is discarded; what it does to maps, its exit()
+    // and its errors (errorf(), failed helper calls) are not.
+    if (discard_output_ && a.kind == sema::ActionKind::Errorf) return ++bench_errors_, 0;
+    if (discard_output_ && a.kind != sema::ActionKind::Clear && a.kind != sema::ActionKind::Zero &&
+        a.kind != sema::ActionKind::Exit)
+      return 0;
     std::vector<output::Value> args;
     for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], shared_names_.get()));
     // printf("%.2f", $bytes / 1024.0): the record holds the dividend.
@@ -959,7 +1063,7 @@ class Session {
       case sema::ActionKind::Exit:
         // Records other CPUs send after exit() are dropped, as in bpftrace.
         exiting_ = true;
-        ignore_records_ = true;
+        ignore_records_ = !iterating_;
         exit_code_ = args.empty() ? 0 : static_cast<int>(args[0].i);
         break;
       case sema::ActionKind::Print: {
@@ -1114,8 +1218,11 @@ class Session {
   }
 
   // Records the ring buffer refused, and skboutput() packets the perf
-  // buffers dropped.
-  uint64_t lost_total() const { return (lost_ ? *lost_ : 0) + (packets_ ? packets_->lost() : 0); }
+  // buffers dropped. Records lost during benchmarks, whose output is
+  // discarded anyway, are not reported.
+  uint64_t lost_total() const {
+    return (lost_ ? *lost_ : 0) - lost_discarded_ + (packets_ ? packets_->lost() : 0);
+  }
 
   void report_lost(bool final) {
     uint64_t total = lost_total();
@@ -1274,7 +1381,12 @@ class Session {
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == 1) {
           signalfd_siginfo si;
-          while (sigfd_ && read(sigfd_.get(), &si, sizeof si) == sizeof si) exiting_ = true;
+          while (sigfd_ && read(sigfd_.get(), &si, sizeof si) == sizeof si) {
+            if (si.ssi_signo == SIGUSR1)
+              run_kind(sema::ProbeKind::Signal);
+            else
+              exiting_ = true;
+          }
           if (o_.stop_fd >= 0) exiting_ = true;  // left set, for the other sessions
         } else if (events[k].data.u32 == 2) {
           if (watch_pid == child_pid_) {
@@ -1389,8 +1501,12 @@ class Session {
   bpf::Fd sigfd_;
   bool exiting_ = false;
   bool ignore_records_ = false;
+  bool discard_output_ = false;  // --mode bench: a benchmark runs; its records print nothing
+  uint64_t bench_errors_ = 0;    // errorf() and failed helper calls in the benchmark running
+  bool iterating_ = false;       // an iterator's records are read: an exit() among them drops none
   int exit_code_ = 0;
   uint64_t lost_reported_ = 0;
+  uint64_t lost_discarded_ = 0;  // lost while a benchmark ran (lost_total)
   const volatile uint64_t* lost_ = nullptr;  // the lost map's one counter, mapped
   size_t lost_bytes_ = 0;
   int child_pid_ = -1;

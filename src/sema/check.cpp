@@ -1654,6 +1654,14 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
                   fmt::format("Probe has no valid attach points: {} {} nothing",
                                                      fmt::join(unmatched, ", "), unmatched.size() == 1 ? "matches" : "match"));
   }
+  // A bench probe's name labels its row of results: one probe per name.
+  std::set<std::string> bench_names;
+  for (const auto& points : resolved)
+    for (const auto& point : points)
+      if (point.kind == ProbeKind::Bench)
+        for (const auto& t : point.targets)
+          if (!bench_names.insert(t.func).second)
+            diags.error(t.loc, fmt::format("\"{}\" was used as the name for more than one BENCH probe", t.func));
   if (diags.has_errors()) return std::nullopt;
   // Raw tracepoints attach as tp_btf where the kernel's BTF has the event's
   // btf_trace_<event> prototype (trusted typed arguments), else as raw_tp.
@@ -1736,7 +1744,7 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
                   a.kind == ActionKind::Time || a.kind == ActionKind::Join || a.kind == ActionKind::Cat ||
                   a.kind == ActionKind::System || a.kind == ActionKind::Errorf || a.kind == ActionKind::Warnf;
     bool hot = std::any_of(resolved[a.probe_index].begin(), resolved[a.probe_index].end(), [](const auto& p) {
-      return p.kind != ProbeKind::Begin && p.kind != ProbeKind::End;
+      return p.kind != ProbeKind::Begin && p.kind != ProbeKind::End && p.kind != ProbeKind::Bench;
     });
     if (output && hot) out.streams_output = true;
   }
@@ -1746,7 +1754,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
   for (uint32_t i = 0; i < program.probes.size(); ++i) {
     for (auto& point : resolved[i]) {
       // A program of BEGIN, END and iterators ends after running them.
-      if (point.kind != ProbeKind::Begin && point.kind != ProbeKind::End && point.kind != ProbeKind::Iter)
+      // bench probes run one after another in --mode bench, else never.
+      if (point.kind != ProbeKind::Begin && point.kind != ProbeKind::End && point.kind != ProbeKind::Iter &&
+          point.kind != ProbeKind::Bench)
         out.only_begin_end = false;
       if (point.kind == ProbeKind::End) out.has_end = true;
       auto existing = std::find_if(out.units.begin(), out.units.end(), [&](const ProgramUnit& u) {
@@ -1754,7 +1764,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
       });
       for (auto& t : point.targets) {
         if (existing != out.units.end() && !target_specific[i] && point.kind != ProbeKind::Interval &&
-            point.kind != ProbeKind::Profile && point.kind != ProbeKind::Begin && point.kind != ProbeKind::End) {
+            point.kind != ProbeKind::Profile && point.kind != ProbeKind::Begin && point.kind != ProbeKind::End &&
+            point.kind != ProbeKind::Bench && point.kind != ProbeKind::Signal) {
           existing->targets.push_back(std::move(t));
           continue;
         }

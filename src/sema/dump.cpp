@@ -22,6 +22,8 @@ const char* probe_kind_name(ProbeKind k) {
     case ProbeKind::Fentry: return "fentry";
     case ProbeKind::Fexit: return "fexit";
     case ProbeKind::Hardware: return "hardware";
+    case ProbeKind::Bench: return "bench";
+    case ProbeKind::Signal: return "self";
   }
   std::unreachable();
 }

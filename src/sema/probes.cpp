@@ -59,6 +59,8 @@ constexpr std::array kProviders = {
     ProviderRow{.name = "kretfunc", .kind = ProbeKind::Fexit, .canonical = "fexit"},
     ProviderRow{.name = "hardware", .kind = ProbeKind::Hardware, .canonical = "hardware"},
     ProviderRow{.name = "h", .kind = ProbeKind::Hardware, .canonical = "hardware"},
+    ProviderRow{.name = "bench", .kind = ProbeKind::Bench, .canonical = "bench"},
+    ProviderRow{.name = "self", .kind = ProbeKind::Signal, .canonical = "self"},
 };
 
 const ProviderRow* find_provider(std::string_view name) {
@@ -487,8 +489,12 @@ std::expected<std::string, std::string> list_kind(const ProviderRow* row, std::s
       }
       return out;
     }
+    case ProbeKind::Signal:
+      if (bpf::glob_match(part(1), "signal") && bpf::glob_match(part(2), "SIGUSR1")) out += "self:signal:SIGUSR1\n";
+      return out;
     case ProbeKind::Begin:
-    case ProbeKind::End: break;
+    case ProbeKind::End:
+    case ProbeKind::Bench: break;
   }
   return std::unexpected(fmt::format("listing {} probes is not supported", row->canonical));
 }
@@ -557,7 +563,9 @@ std::expected<std::string, std::string> list_script_probes(const lang::Program& 
   for (const auto& probe : program.probes) {
     for (const auto& point : probe.points) {
       const auto* row = find_provider(split_attach_point(point.text)[0]);
-      if (row && (row->kind == ProbeKind::Begin || row->kind == ProbeKind::End)) continue;
+      if (row && (row->kind == ProbeKind::Begin || row->kind == ProbeKind::End || row->kind == ProbeKind::Signal ||
+                  row->kind == ProbeKind::Bench))
+        continue;
       if (!seen.insert(point.text).second) continue;
       auto one = list_provider(point.text, verbose, pid);
       if (!one) return one;
@@ -637,6 +645,32 @@ std::optional<ResolvedAttachPoint> resolve_attach_point(std::string_view text, l
         return std::nullopt;
       }
       out.targets.push_back({.name = std::string(parts[0]), .format = {}, .loc = loc});
+      return out;
+    case ProbeKind::Bench:
+      // bench:NAME, run by --mode bench (BPF_PROG_TEST_RUN, repeated).
+      if (parts.size() != 2 || parts[1].empty()) {
+        diags.error(loc, "bench probes must have a name: bench:NAME");
+        return std::nullopt;
+      }
+      out.targets.push_back(
+          {.name = fmt::format("bench:{}", parts[1]), .format = {}, .func = std::string(parts[1]), .loc = loc});
+      return out;
+    case ProbeKind::Signal:
+      // self:signal:SIGUSR1: run by bpfscope each time it receives the
+      // signal. bpftrace supports SIGUSR1 alone.
+      if (parts.size() != 3) {
+        diags.error(loc, "self probes must have 2 arguments: self:signal:SIGUSR1");
+        return std::nullopt;
+      }
+      if (parts[1] != "signal") {
+        diags.error(loc, fmt::format("{} is not a supported trigger (self:signal:SIGUSR1)", parts[1]));
+        return std::nullopt;
+      }
+      if (parts[2] != "SIGUSR1") {
+        diags.error(loc, fmt::format("{} is not a supported signal (self:signal:SIGUSR1)", parts[2]));
+        return std::nullopt;
+      }
+      out.targets.push_back({.name = "self:signal:SIGUSR1", .format = {}, .func = "SIGUSR1", .loc = loc});
       return out;
     case ProbeKind::Tracepoint: {
       if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {

@@ -30,7 +30,7 @@ namespace bpfscope::sema {
 // ORDER ProbeKind: the provider table in probes.cpp has one row per kind.
 enum class ProbeKind {
   Begin, End, Tracepoint, RawTracepoint, Interval, Profile, Software, Uprobe, Uretprobe, Usdt, Iter,
-  Kprobe, Kretprobe, Fentry, Fexit, Hardware,
+  Kprobe, Kretprobe, Fentry, Fexit, Hardware, Bench, Signal,
 };
 
 // One USDT argument, from the note's spec ("-4@%eax", "8@-20(%rbp)", "4@$5").
