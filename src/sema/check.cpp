@@ -1022,9 +1022,11 @@ Type Checker::expr(ExprId id) {
       return set(id, out_.var_types[var]);
     }
     case ExprKind::Map: {
+      const size_t errors = diags_.error_count();
       MapInfo* m = map_for(id, /*create=*/false);
       if (!m) {
-        error(e.loc, fmt::format("Undefined map: {}", e.name));
+        // map_for() may have said why (a keyed map read without a key).
+        if (diags_.error_count() == errors) error(e.loc, fmt::format("Undefined map: {}", e.name));
         return set(id, Type::integer(8, true));
       }
       switch (m->agg) {
@@ -1197,9 +1199,10 @@ Type Checker::expr(ExprId id) {
     case ExprKind::Tuple: {
       std::vector<Type> elems;
       for (ExprId a : e.args) {
+        const size_t errors = diags_.error_count();
         Type t = expr(a);
         if (t.kind == TypeKind::None) {
-          error(ast_.expr(a).loc, "tuple element has no value");
+          if (diags_.error_count() == errors) error(ast_.expr(a).loc, "tuple element has no value");
           return set(id, Type::none());
         }
         elems.push_back(t);  // integers keep their size (and an enum its names): a tuple is a C struct
