@@ -38,7 +38,7 @@ uint64_t boot_ns() {
 // nullopt after an error, reported to diags (located in `source`).
 std::optional<lang::Program> parse_script(lang::Source& source, lang::Diagnostics& diags) {
   if (!lang::load_imports(source, diags, tools::library_file)) return std::nullopt;
-  return lang::parse(source, diags);
+  return lang::parse(source, diags, sema::builtin_takes);
 }
 
 }  // namespace

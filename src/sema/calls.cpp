@@ -418,3 +418,12 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
 }
 
 }  // namespace bpfscope::sema::detail
+
+namespace bpfscope::sema {
+
+bool builtin_takes(std::string_view name, size_t args) {
+  const builtins::Function* f = builtins::find(name);
+  return f && args >= f->min_args && args <= f->max_args;
+}
+
+}  // namespace bpfscope::sema

@@ -261,6 +261,10 @@ struct Options {
 // Returns nullopt when errors were reported to diags.
 std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags);
 
+// Whether a builtin of this name takes `args` arguments (lang::parse's
+// BuiltinTakes: which calls a script's macro of the same name leaves alone).
+bool builtin_takes(std::string_view name, size_t args);
+
 // Text of the typed program for -d sema.
 std::string dump(const TypedProgram& program);
 
