@@ -82,6 +82,7 @@ struct MapInfo {
   output::AggKind agg = output::AggKind::Plain;
   bool keyed = false;
   Type key;    // Tuple for multi-keys; None for scalar maps
+  Type key_written;  // the key as the script writes it (integers at their own width: int8 for 1), for messages
   Type value;  // Plain maps: the stored type; aggregations: the argument type
   output::HistParams hist;
   uint32_t key_size = 0;    // bytes of the kernel key (8 for scalar maps: key 0)
