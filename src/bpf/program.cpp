@@ -81,7 +81,7 @@ Attempt try_load(const ProgramSpec& spec, const std::string& name, uint32_t log_
     opts.log_buf = buf.get();
   }
   Attempt a;
-  a.fd = bpf_prog_load(spec.type, name.empty() ? nullptr : name.c_str(), "GPL", spec.insns.data(),
+  a.fd = bpf_prog_load(spec.type, name.empty() ? nullptr : name.c_str(), spec.license.c_str(), spec.insns.data(),
                        spec.insns.size(), &opts);
   if (buf) {
     buf[kLogSize - 1] = '\0';

@@ -591,6 +591,7 @@ class Session {
       spec.insns = prog.insns;
       spec.subprograms = prog.subprograms;
       spec.log_level = o_.debug_verifier ? 1 : 0;
+      spec.license = p_.config.license;
       // tp_btf and fentry/fexit programs are bound to one event or function
       // at load: one copy per target.
       std::vector<bpf::Fd> fds;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 
@@ -52,6 +53,24 @@ std::optional<uint64_t> number(std::string_view v) {
   return n;
 }
 
+// The licenses bpftrace accepts, all GPL-compatible for the kernel, in the
+// order its error lists them.
+constexpr std::array<std::string_view, 6> kLicenses = {
+    "Dual MIT/GPL", "Dual BSD/GPL", "Dual MPL/GPL", "GPL and additional rights", "GPL v2", "GPL",
+};
+
+bool valid_license(std::string_view v) { return std::find(kLicenses.begin(), kLicenses.end(), v) != kLicenses.end(); }
+
+// bpftrace 0.26's words.
+std::string license_error(std::string_view v) {
+  std::string list;
+  for (std::string_view l : kLicenses) list += fmt::format("{}{}", list.empty() ? "" : ", ", l);
+  return fmt::format(
+      "Invalid value for license. Found: {}. Valid values: {}. Read more about BPF programs and licensing: "
+      "https://docs.kernel.org/bpf/bpf_licensing.html#using-bpf-programs-in-the-linux-kernel",
+      v, list);
+}
+
 std::optional<bool> boolean(std::string_view v) {
   if (v == "1" || v == "true") return true;
   if (v == "0" || v == "false") return false;
@@ -90,6 +109,13 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         continue;
       }
       config.print_maps_on_exit = *b;
+    } else if (key == "license") {
+      if (!valid_license(value)) {
+        diags.error(loc, license_error(value));
+        ok = false;
+        continue;
+      }
+      config.license = std::string(value);
     } else if (key == "missing_probes") {
       if (value == "error")
         config.missing_probes = MissingProbes::Error;
@@ -99,6 +125,19 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         config.missing_probes = MissingProbes::Ignore;
       else
         bad("error, warn or ignore");
+    }
+  }
+  return ok;
+}
+
+bool config_from_environment(Config& config, lang::Diagnostics& diags) {
+  bool ok = true;
+  if (const char* v = getenv("BPFTRACE_LICENSE")) {
+    if (valid_license(v)) {
+      config.license = v;
+    } else {
+      diags.error_unlocated(license_error(v));
+      ok = false;
     }
   }
   return ok;

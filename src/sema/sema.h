@@ -176,7 +176,12 @@ struct Config {
   uint32_t max_map_keys = 4096;
   bool print_maps_on_exit = true;
   MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
+  std::string license = "GPL";  // given to the kernel with each program: one of bpftrace's GPL-compatible ones
 };
+
+// The settings of the environment that need checking (BPFTRACE_LICENSE),
+// over `config`: false after a bad value, reported unlocated to diags.
+bool config_from_environment(Config& config, lang::Diagnostics& diags);
 
 struct TypedProgram {
   const lang::Program* ast = nullptr;
