@@ -71,6 +71,13 @@ std::string license_error(std::string_view v) {
       v, list);
 }
 
+// log_size: the kernel takes up to UINT32_MAX >> 2 bytes.
+std::optional<uint32_t> log_size(std::string_view v) {
+  auto n = number(v);
+  if (!n || *n == 0 || *n > (UINT32_MAX >> 2)) return std::nullopt;
+  return static_cast<uint32_t>(*n);
+}
+
 std::optional<bool> boolean(std::string_view v) {
   if (v == "1" || v == "true") return true;
   if (v == "0" || v == "false") return false;
@@ -116,6 +123,13 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         continue;
       }
       config.license = std::string(value);
+    } else if (key == "log_size") {
+      auto n = log_size(value);
+      if (!n) {
+        bad("a positive integer up to 1073741823");
+        continue;
+      }
+      config.log_size = *n;
     } else if (key == "missing_probes") {
       if (value == "error")
         config.missing_probes = MissingProbes::Error;
@@ -137,6 +151,15 @@ bool config_from_environment(Config& config, lang::Diagnostics& diags) {
       config.license = v;
     } else {
       diags.error_unlocated(license_error(v));
+      ok = false;
+    }
+  }
+  if (const char* v = getenv("BPFTRACE_LOG_SIZE")) {
+    if (auto n = log_size(v)) {
+      config.log_size = *n;
+    } else {
+      diags.error_unlocated(
+          fmt::format("BPFTRACE_LOG_SIZE: invalid value {}: expected a positive integer up to 1073741823", v));
       ok = false;
     }
   }

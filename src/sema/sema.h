@@ -177,10 +177,12 @@ struct Config {
   bool print_maps_on_exit = true;
   MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
   std::string license = "GPL";  // given to the kernel with each program: one of bpftrace's GPL-compatible ones
+  uint32_t log_size = 1000000;  // bytes of the kernel's verifier log buffer
 };
 
-// The settings of the environment that need checking (BPFTRACE_LICENSE),
-// over `config`: false after a bad value, reported unlocated to diags.
+// The settings of the environment that need checking (BPFTRACE_LICENSE,
+// BPFTRACE_LOG_SIZE), over `config`: false after a bad value, reported
+// unlocated to diags.
 bool config_from_environment(Config& config, lang::Diagnostics& diags);
 
 struct TypedProgram {
