@@ -107,6 +107,10 @@ struct ProgramSpec {
   std::string name;            // up to 15 characters are kept by the kernel
   std::span<const bpf_insn> insns;
   uint32_t log_level = 0;      // 0: log only on failure (retried with level 1); 1/2: always
+  // Bytes of the verifier log buffer (config log_size): a log that does not
+  // fit makes the load fail with ENOSPC.
+  uint32_t log_size = 1000000;
+  std::string license = "GPL";  // the kernel allows GPL-only helpers to a GPL-compatible license
   // Start instructions of the callback subprograms appended after the main
   // program (bpf_for_each_map_elem bodies), ascending. The kernel wants BTF
   // func_info for a program that takes a subprogram's address

@@ -1,6 +1,7 @@
 // Program load (with the verifier log) and BPF_PROG_TEST_RUN.
 #include <bpf/btf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -14,9 +15,6 @@
 namespace bpfscope::bpf {
 
 namespace {
-
-// The verifier log buffer: large enough for level-1 logs of big programs.
-constexpr uint32_t kLogSize = 16u << 20;
 
 // The BTF that names the program's functions: `long main(void *ctx)` at
 // instruction 0 and a static `long cbN(void *map, void *key, void *value,
@@ -71,21 +69,22 @@ Attempt try_load(const ProgramSpec& spec, const std::string& name, uint32_t log_
     opts.func_info_rec_size = sizeof(bpf_func_info);
   }
   std::unique_ptr<char[]> buf;
+  const uint32_t log_size = std::max<uint32_t>(spec.log_size, 1);
   if (log_level > 0) {
     // Not value-initialized: the kernel writes a NUL-terminated string, and
-    // zeroing 16 MB would cost milliseconds of startup.
-    buf.reset(new char[kLogSize]);
+    // zeroing megabytes would cost milliseconds of startup.
+    buf.reset(new char[log_size]);
     buf[0] = '\0';
     opts.log_level = log_level;
-    opts.log_size = kLogSize;
+    opts.log_size = log_size;
     opts.log_buf = buf.get();
   }
   Attempt a;
-  a.fd = bpf_prog_load(spec.type, name.empty() ? nullptr : name.c_str(), "GPL", spec.insns.data(),
+  a.fd = bpf_prog_load(spec.type, name.empty() ? nullptr : name.c_str(), spec.license.c_str(), spec.insns.data(),
                        spec.insns.size(), &opts);
   if (buf) {
-    buf[kLogSize - 1] = '\0';
-    a.log.assign(buf.get(), ::strnlen(buf.get(), kLogSize));
+    buf[log_size - 1] = '\0';
+    a.log.assign(buf.get(), ::strnlen(buf.get(), log_size));
   }
   return a;
 }

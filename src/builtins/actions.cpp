@@ -151,8 +151,10 @@ constexpr Function kActions[] = {
      .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
        const Expr& a = c.ast_.expr(e.args[0]);
        if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() > 1) return c.print_table(id);
-       if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() == 1 && !a.args.empty() &&
-           c.ast_.expr(a.args[0]).kind == ExprKind::Map && c.ast_.expr(a.args[0]).args.empty())
+       // print((@usecs, @AVG)) with a hist() map first is a histogram with
+       // notes; any other tuple is a value, maps read as values
+       // (print((@a, @c)) prints "(5, 1)").
+       if (a.kind == ExprKind::Tuple && a.field_names.empty() && e.args.size() == 1 && c.hist_first(a))
          return c.print_hist_notes(id);
        if (a.kind == ExprKind::Map && a.args.empty()) {
          // print(@m, top, div, "name"): a bpfscope extension for tools, the

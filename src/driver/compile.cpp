@@ -38,7 +38,7 @@ uint64_t boot_ns() {
 // nullopt after an error, reported to diags (located in `source`).
 std::optional<lang::Program> parse_script(lang::Source& source, lang::Diagnostics& diags) {
   if (!lang::load_imports(source, diags, tools::library_file)) return std::nullopt;
-  return lang::parse(source, diags);
+  return lang::parse(source, diags, sema::builtin_takes);
 }
 
 }  // namespace
@@ -108,6 +108,10 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
   options.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
   sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
   sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
+  if (!sema::config_from_environment(sopts.config, diags)) {
+    report(ast->source);
+    return nullptr;
+  }
   auto typed = sema::analyse(*ast, sopts, diags);
   report(ast->source);
   if (!typed) return nullptr;

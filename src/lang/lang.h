@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
@@ -16,7 +17,13 @@ namespace bpfscope::lang {
 // and '}' and may report several); the result is nullopt when any error was
 // reported. Never crashes, hangs or overflows the stack, whatever the input:
 // nesting deeper than kMaxNesting is an ordinary error.
-std::optional<Program> parse(Source source, Diagnostics& diags);
+//
+// `builtin` says whether a builtin of that name takes that many arguments (a
+// bare name counts as a call without any): a call that no macro of its name
+// takes is then the builtin's (macro cpu(x) leaves cpu() to the builtin), as
+// bpftrace picks among its library's macros and the script's by signature.
+using BuiltinTakes = std::function<bool(std::string_view name, size_t args)>;
+std::optional<Program> parse(Source source, Diagnostics& diags, const BuiltinTakes& builtin = {});
 
 // Reads the files that a script imports (`import "path";` in its preamble:
 // a .bt script, or a directory of them, read in name order), and the files
@@ -38,7 +45,7 @@ inline constexpr int kMaxExprDepth = 1000;
 // Expands the macro calls in the probes (macros.cpp); parse() runs it.
 // Errors (unknown parameter kinds, recursion, unhygienic map access) go to
 // diags; returns false when any was reported.
-bool expand_macros(Program& program, Diagnostics& diags);
+bool expand_macros(Program& program, Diagnostics& diags, const BuiltinTakes& builtin = {});
 
 // Parses the expression at `range` of program.source (a segment added after
 // the script), appending its nodes to program. kNone after a syntax error

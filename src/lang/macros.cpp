@@ -12,7 +12,13 @@
 // Arguments are expanded first, in the caller's context; the copied body is
 // then expanded with the macro on the stack, which finds recursion.
 // Macros may share a name when their parameter kinds differ; the first
-// whose kinds match the arguments is used.
+// whose kinds match the arguments is used. A call none of them takes is a
+// builtin's when a builtin of that name takes it (macro cpu(x) and cpu()),
+// else an error.
+//
+// An expansion without statements is its value itself, not a block: a
+// macro whose value is a string literal gives a literal where one is needed
+// (macro fmt() { "%d\n" } ... printf(fmt(), 1)).
 #include <fmt/format.h>
 
 #include <map>
@@ -34,7 +40,7 @@ const char* kind_text(char k) {
 
 class Expander {
  public:
-  Expander(Program& p, Diagnostics& d) : p_(p), d_(d) {}
+  Expander(Program& p, Diagnostics& d, const BuiltinTakes& builtin) : p_(p), d_(d), builtin_(builtin) {}
 
   bool run() {
     for (size_t i = 0; i < p_.macros.size(); ++i) {
@@ -135,6 +141,7 @@ class Expander {
     for (size_t i : it->second)
       if (!m && matches(p_.macros[i], e.args)) m = &p_.macros[i];
     if (!m) {
+      if (builtin_ && builtin_(e.name, e.args.size())) return;
       if (it->second.size() == 1) error(e.loc, mismatch(p_.macros[it->second[0]], e.args));
       else error(e.loc, fmt::format("No macro '{}' takes these arguments", e.name));
       return;
@@ -179,6 +186,19 @@ class Expander {
     stmts(block.body);
     for (ExprId a : block.args) expand(a, false);
     stack_.pop_back();
+    if (block.body.empty() && !block.args.empty()) {
+      // No statements: the value in the call's place, located where it was
+      // written (in the body, or the argument it substitutes).
+      const ExprId value = block.args[0];
+      p_.exprs[id] = p_.exprs[value];
+      if (auto from = p_.expanded_from.find(value); from != p_.expanded_from.end()) {
+        std::vector<Loc> chain = from->second;
+        p_.expanded_from[id] = std::move(chain);
+      } else {
+        p_.expanded_from.erase(id);
+      }
+      return;
+    }
     p_.exprs[id] = std::move(block);
   }
 
@@ -192,7 +212,11 @@ class Expander {
   // substituted; without, an argument copied as it is.
   ExprId clone_expr(ExprId id, const Binding* b) {
     if (p_.exprs.size() > kMaxNodes) {
-      if (!stop_) error(p_.exprs[id].loc, "macro expansion is too large");
+      // At the call that grew too large (an expansion in its place is
+      // located in the macro's body).
+      const auto from = p_.expanded_from.find(id);
+      const Loc at = from != p_.expanded_from.end() && !from->second.empty() ? from->second[0] : p_.exprs[id].loc;
+      if (!stop_) error(at, "macro expansion is too large");
       stop_ = true;
       return id;
     }
@@ -280,6 +304,7 @@ class Expander {
 
   Program& p_;
   Diagnostics& d_;
+  const BuiltinTakes& builtin_;
   std::map<std::string, std::vector<size_t>> by_name_;  // macro name -> indexes, in definition order
   std::vector<const Macro*> stack_;
   std::vector<Loc> chain_;  // the calls expanding the body being copied, innermost first
@@ -291,6 +316,8 @@ class Expander {
 
 }  // namespace
 
-bool expand_macros(Program& program, Diagnostics& diags) { return Expander(program, diags).run(); }
+bool expand_macros(Program& program, Diagnostics& diags, const BuiltinTakes& builtin) {
+  return Expander(program, diags, builtin).run();
+}
 
 }  // namespace bpfscope::lang

@@ -1386,10 +1386,10 @@ ExprId parse_expression(Program& program, Loc range, Diagnostics& diags) {
   return e;
 }
 
-std::optional<Program> parse(Source source, Diagnostics& diags) {
+std::optional<Program> parse(Source source, Diagnostics& diags, const BuiltinTakes& builtin) {
   Parser parser(std::move(source), diags);
   auto program = parser.run();
-  if (program && !expand_macros(*program, diags)) return std::nullopt;
+  if (program && !expand_macros(*program, diags, builtin)) return std::nullopt;
   return program;
 }
 

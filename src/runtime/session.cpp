@@ -626,7 +626,11 @@ class Session {
       spec.name = prog.name;
       spec.insns = prog.insns;
       spec.subprograms = prog.subprograms;
-      spec.log_level = o_.debug_verifier ? 1 : 0;
+      // -v loads with the verifier's log, as bpftrace does: a log_size too
+      // small for it fails the load (ENOSPC).
+      spec.log_level = o_.debug_verifier || o_.verbose ? 1 : 0;
+      spec.log_size = p_.config.log_size;
+      spec.license = p_.config.license;
       // tp_btf and fentry/fexit programs are bound to one event or function
       // at load: one copy per target.
       std::vector<bpf::Fd> fds;
@@ -682,6 +686,18 @@ class Session {
   // reported is looked up in the program's location table.
   int verifier_error(const codegen::Program& prog, const bpf::LoadError& e) {
     if (o_.debug_verifier) fmt::print(stderr, "{}", e.log);
+    if (e.err == ENOSPC) {
+      // The verifier's log did not fit in log_size (bpftrace's words for the
+      // first line).
+      fmt::print(stderr, "ERROR: Error loading BPF program for {}. Error code: -{} ({}).{}\n", prog.name, e.err,
+                 strerror(e.err), o_.verbose ? "" : " Use -v for full kernel error log.");
+      if (o_.verbose)
+        fmt::print(stderr,
+                   "Kernel error log: \n{}\nWARNING: Kernel log seems to be trimmed: it did not fit in the {} bytes "
+                   "of log_size; raise it with BPFTRACE_LOG_SIZE=N or config = {{ log_size = N }}\n",
+                   e.log, p_.config.log_size);
+      return 255;
+    }
     VerifierFailure f = parse_verifier_log(e.log);
     std::string message = e.log.empty() ? strerror(e.err) : f.message;
     int insn = f.insn;

@@ -163,6 +163,17 @@ bool same_shape(const Type& a, const Type& b) {
 
 }  // namespace
 
+// Whether a tuple's first element is a hist() map without a key (the
+// histogram of print((@usecs, @AVG))), or one the command line left out.
+bool Checker::hist_first(const Expr& tuple) {
+  if (tuple.args.empty()) return false;
+  const Expr& m = ast_.expr(tuple.args[0]);
+  if (m.kind != ExprKind::Map || !m.args.empty()) return false;
+  auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& i) { return i.name == m.name; });
+  if (it == out_.maps.end()) return pruned_map(m.name);
+  return it->agg == output::AggKind::Hist;
+}
+
 // print((@usecs, @AVG)): a histogram map, and on each entry's label line
 // the values of number maps of the same key, as " [AVG 16]" (libbpf-tools'
 // tcprtt -e). A bpfscope extension, printed through the table action.
@@ -409,3 +420,12 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
 }
 
 }  // namespace bpfscope::sema::detail
+
+namespace bpfscope::sema {
+
+bool builtin_takes(std::string_view name, size_t args) {
+  const builtins::Function* f = builtins::find(name);
+  return f && args >= f->min_args && args <= f->max_args;
+}
+
+}  // namespace bpfscope::sema

@@ -733,6 +733,7 @@ std::vector<MapInfo>::iterator Checker::empty_map(const std::string& name, const
   m.name = name;
   m.keyed = true;
   m.key = key;
+  m.key_written = key;
   m.value = Type::integer(8, true);
   m.first_use = loc;
   out_.maps.push_back(std::move(m));
@@ -768,6 +769,29 @@ std::optional<bool> Checker::known_condition(ExprId id) const {
   return *out_.const_of[id] != 0;
 }
 
+namespace {
+
+// The wider of two keys as written, which unify(): integers at the larger
+// width, strings at the longer length, tuples field by field (bpftrace's
+// promotion of a map's key type).
+Type wider_key(const Type& a, const Type& b) {
+  if (a.kind == TypeKind::None) return b;
+  if (a.kind == TypeKind::Int && b.kind == TypeKind::Int && !a.is_pointer && !b.is_pointer) {
+    Type t = Type::integer(std::max(a.size, b.size), a.is_signed || b.is_signed);
+    if (a.enum_id == b.enum_id) t.enum_id = a.enum_id;
+    return t;
+  }
+  if (a.is_string() && b.is_string()) return Type::string(std::max(a.size, b.size));
+  if (a.is_tuple() && b.is_tuple() && a.elems.size() == b.elems.size() && a.names == b.names) {
+    std::vector<Type> elems;
+    for (size_t i = 0; i < a.elems.size(); ++i) elems.push_back(wider_key(a.elems[i], b.elems[i]));
+    return Type::tuple(std::move(elems), a.names);
+  }
+  return a;
+}
+
+}  // namespace
+
 // Finds (or, when assigning, creates) the map named by a Map expression and
 // checks its key.
 MapInfo* Checker::map_for(ExprId id, bool create) {
@@ -780,6 +804,7 @@ MapInfo* Checker::map_for(ExprId id, bool create) {
     for (ExprId k : e.args) elems.push_back(expr(k));
     key = Type::tuple(std::move(elems));
   }
+  const Type written = key;
   // Bools stay bools (printed true/false), pointers stay pointers (printed
   // in hex), other integers widen (enums keep their names).
   auto widen = [](Type& t) {
@@ -806,6 +831,7 @@ MapInfo* Checker::map_for(ExprId id, bool create) {
     m.name = e.name;
     m.keyed = !e.args.empty();
     m.key = key;
+    m.key_written = written;
     m.first_use = e.loc;
     if (empty) m.value = Type::integer(8, true);
     out_.maps.push_back(std::move(m));
@@ -824,10 +850,13 @@ MapInfo* Checker::map_for(ExprId id, bool create) {
     if (it->keyed && !unify(it->key, key, u)) {
       error(e.loc, fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
                                "arguments: '{}'",
-                               e.name, key.name(), it->key.name()));
+                               e.name, written.name(), it->key_written.name()));
       return nullptr;
     }
-    if (it->keyed) it->key = u;
+    if (it->keyed) {
+      it->key = u;
+      it->key_written = wider_key(it->key_written, written);
+    }
   }
   out_.map_of[id] = static_cast<int32_t>(it - out_.maps.begin());
   return &*it;
@@ -869,7 +898,7 @@ bool Checker::map_and_key(ExprId map_id, ExprId key_id, std::string_view call) {
     error(ast_.expr(key_id).loc,
           fmt::format("Argument mismatch for {}: trying to access with arguments: '{}' when map expects "
                       "arguments: '{}'",
-                      a.name, kt.name(), it->key.name()));
+                      a.name, kt.name(), it->key_written.name()));
     return false;
   }
   out_.map_of[map_id] = static_cast<int32_t>(it - out_.maps.begin());
@@ -1123,9 +1152,11 @@ Type Checker::expr(ExprId id) {
       return set(id, out_.var_types[var]);
     }
     case ExprKind::Map: {
+      const size_t errors = diags_.error_count();
       MapInfo* m = map_for(id, /*create=*/false);
       if (!m) {
-        error(e.loc, fmt::format("Undefined map: {}", e.name));
+        // map_for() may have said why (a keyed map read without a key).
+        if (diags_.error_count() == errors) error(e.loc, fmt::format("Undefined map: {}", e.name));
         return set(id, Type::integer(8, true));
       }
       switch (m->agg) {
@@ -1313,9 +1344,10 @@ Type Checker::expr(ExprId id) {
     case ExprKind::Tuple: {
       std::vector<Type> elems;
       for (ExprId a : e.args) {
+        const size_t errors = diags_.error_count();
         Type t = expr(a);
         if (t.kind == TypeKind::None) {
-          error(ast_.expr(a).loc, "tuple element has no value");
+          if (diags_.error_count() == errors) error(ast_.expr(a).loc, "tuple element has no value");
           return set(id, Type::none());
         }
         elems.push_back(t);  // integers keep their size (and an enum its names): a tuple is a C struct

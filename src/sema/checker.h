@@ -159,6 +159,7 @@ class Checker {
   Type printf_call(ExprId id, ActionKind kind = ActionKind::Printf);
   Type print_table(ExprId id);
   Type print_hist_notes(ExprId id);
+  bool hist_first(const Expr& tuple);
 
   std::optional<double> float_divisor(const Expr& arg) const;
 

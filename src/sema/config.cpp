@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 
@@ -50,6 +51,31 @@ std::optional<uint64_t> number(std::string_view v) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n, base);
   if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
   return n;
+}
+
+// The licenses bpftrace accepts, all GPL-compatible for the kernel, in the
+// order its error lists them.
+constexpr std::array<std::string_view, 6> kLicenses = {
+    "Dual MIT/GPL", "Dual BSD/GPL", "Dual MPL/GPL", "GPL and additional rights", "GPL v2", "GPL",
+};
+
+bool valid_license(std::string_view v) { return std::find(kLicenses.begin(), kLicenses.end(), v) != kLicenses.end(); }
+
+// bpftrace 0.26's words.
+std::string license_error(std::string_view v) {
+  std::string list;
+  for (std::string_view l : kLicenses) list += fmt::format("{}{}", list.empty() ? "" : ", ", l);
+  return fmt::format(
+      "Invalid value for license. Found: {}. Valid values: {}. Read more about BPF programs and licensing: "
+      "https://docs.kernel.org/bpf/bpf_licensing.html#using-bpf-programs-in-the-linux-kernel",
+      v, list);
+}
+
+// log_size: the kernel takes up to UINT32_MAX >> 2 bytes.
+std::optional<uint32_t> log_size(std::string_view v) {
+  auto n = number(v);
+  if (!n || *n == 0 || *n > (UINT32_MAX >> 2)) return std::nullopt;
+  return static_cast<uint32_t>(*n);
 }
 
 std::optional<bool> boolean(std::string_view v) {
@@ -101,6 +127,20 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         config.unstable_tseries = Unstable::Error;
       else
         bad("enable, warn or error");
+    } else if (key == "license") {
+      if (!valid_license(value)) {
+        diags.error(loc, license_error(value));
+        ok = false;
+        continue;
+      }
+      config.license = std::string(value);
+    } else if (key == "log_size") {
+      auto n = log_size(value);
+      if (!n) {
+        bad("a positive integer up to 1073741823");
+        continue;
+      }
+      config.log_size = *n;
     } else if (key == "missing_probes") {
       if (value == "error")
         config.missing_probes = MissingProbes::Error;
@@ -110,6 +150,28 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         config.missing_probes = MissingProbes::Ignore;
       else
         bad("error, warn or ignore");
+    }
+  }
+  return ok;
+}
+
+bool config_from_environment(Config& config, lang::Diagnostics& diags) {
+  bool ok = true;
+  if (const char* v = getenv("BPFTRACE_LICENSE")) {
+    if (valid_license(v)) {
+      config.license = v;
+    } else {
+      diags.error_unlocated(license_error(v));
+      ok = false;
+    }
+  }
+  if (const char* v = getenv("BPFTRACE_LOG_SIZE")) {
+    if (auto n = log_size(v)) {
+      config.log_size = *n;
+    } else {
+      diags.error_unlocated(
+          fmt::format("BPFTRACE_LOG_SIZE: invalid value {}: expected a positive integer up to 1073741823", v));
+      ok = false;
     }
   }
   return ok;

@@ -82,6 +82,7 @@ struct MapInfo {
   output::AggKind agg = output::AggKind::Plain;
   bool keyed = false;
   Type key;    // Tuple for multi-keys; None for scalar maps
+  Type key_written;  // the key as the script writes it (integers at their own width: int8 for 1), for messages
   Type value;  // Plain maps: the stored type; aggregations: the argument type
   output::HistParams hist;
   output::TSeriesParams tseries;  // tseries()
@@ -181,7 +182,14 @@ struct Config {
   bool print_maps_on_exit = true;
   MissingProbes missing_probes = MissingProbes::Error;  // skipped with a warning, or silently
   Unstable unstable_tseries = Unstable::Warn;
+  std::string license = "GPL";  // given to the kernel with each program: one of bpftrace's GPL-compatible ones
+  uint32_t log_size = 1000000;  // bytes of the kernel's verifier log buffer
 };
+
+// The settings of the environment that need checking (BPFTRACE_LICENSE,
+// BPFTRACE_LOG_SIZE), over `config`: false after a bad value, reported
+// unlocated to diags.
+bool config_from_environment(Config& config, lang::Diagnostics& diags);
 
 struct TypedProgram {
   const lang::Program* ast = nullptr;
@@ -278,6 +286,10 @@ struct Options {
 
 // Returns nullopt when errors were reported to diags.
 std::optional<TypedProgram> analyse(const lang::Program& program, const Options& options, lang::Diagnostics& diags);
+
+// Whether a builtin of this name takes `args` arguments (lang::parse's
+// BuiltinTakes: which calls a script's macro of the same name leaves alone).
+bool builtin_takes(std::string_view name, size_t args);
 
 // Text of the typed program for -d sema.
 std::string dump(const TypedProgram& program);

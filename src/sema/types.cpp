@@ -145,10 +145,16 @@ std::string Type::name() const {
       }
       std::unreachable();
     case TypeKind::Tuple: {
-      std::string s = "(";
+      // bpftrace's spelling: "(int8,string[3])", "record { .a = int8, .b = string[2] }".
+      if (names.empty()) {
+        std::string s = "(";
+        for (size_t i = 0; i < elems.size(); ++i) s += (i ? "," : "") + elems[i].name();
+        return s + ")";
+      }
+      std::string s = "record { ";
       for (size_t i = 0; i < elems.size(); ++i)
-        s += (i ? ", " : "") + (names.empty() ? "" : names[i] + "=") + elems[i].name();
-      return s + ")";
+        s += fmt::format("{}.{} = {}", i ? ", " : "", names[i], elems[i].name());
+      return s + " }";
     }
   }
   std::unreachable();

@@ -172,7 +172,7 @@ struct Type {
   uint32_t field_align() const;
   // A tuple whose fields leave bytes of its mem_size() unwritten.
   bool has_holes() const;
-  std::string name() const;  // "uint32", "string[16]", "(int64, string[16])"
+  std::string name() const;  // bpftrace's spelling: "uint32", "string[16]", "(int64,string[16])"
 };
 
 bool operator==(const Type& a, const Type& b);

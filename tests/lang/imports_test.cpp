@@ -59,7 +59,7 @@ TEST(Imports, MacrosAndProbesOfTheImportedFileJoinTheScript) {
   Result r = run(f.path("main.bt"), "import \"lib/names.bt\";\nBEGIN { printf(\"%d\\n\", seven()); }\n");
   ASSERT_TRUE(r.program) << r.errors;
   EXPECT_EQ(dump(*r.program),
-            "probe BEGIN\n call printf\n  string \"%d\\n\"\n  block expression\n   int 7\n"
+            "probe BEGIN\n call printf\n  string \"%d\\n\"\n  int 7\n"
             "probe END\n call printf\n  string \"bye\\n\"\n");
 }
 

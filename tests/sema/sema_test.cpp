@@ -105,11 +105,11 @@ TEST(Sema, MapTypes) {
       {"BEGIN { @x = 1; }", "@x[]=int64/plain", "1:1"},
       {"BEGIN { @x = \"hi\"; }", "@x[]=string[3]/plain"},
       {"BEGIN { @x[1] = 2; }", "@x[int64]=int64/plain"},
-      {"BEGIN { @x[\"a\", 2] = comm; }", "@x[(string[2], int64)]=string[16]/plain"},
+      {"BEGIN { @x[\"a\", 2] = comm; }", "@x[(string[2],int64)]=string[16]/plain"},
       {"BEGIN { @x[pid] = nsecs; }", "@x[uint64]=uint64/plain"},
       {"BEGIN { @a = 1; @b[2] = \"s\"; }", "@a[]=int64/plain;@b[int64]=string[2]/plain"},
       {"BEGIN { @x = \"ab\"; @x = \"abcdef\"; }", "@x[]=string[7]/plain"},
-      {"BEGIN { @x = (1, \"a\"); }", "@x[]=(int8, string[2])/plain"},
+      {"BEGIN { @x = (1, \"a\"); }", "@x[]=(int8,string[2])/plain"},
   });
 }
 
@@ -122,7 +122,7 @@ TEST(Sema, Aggregations) {
       {"BEGIN { @a = avg(1); @t = stats(2); }", "@a[]=int64/avg;@t[]=int64/stats"},
       {"BEGIN { @h = hist(3); }", "@h[]=int64/hist"},
       {"BEGIN { @l = lhist(7, 0, 10, 5); }", "@l[]=int64/lhist"},
-      {"BEGIN { @l[pid, comm] = lhist(7, 0, 100, 10); }", "@l[(uint64, string[16])]=int64/lhist"},
+      {"BEGIN { @l[pid, comm] = lhist(7, 0, 100, 10); }", "@l[(uint64,string[16])]=int64/lhist"},
   });
 }
 
@@ -132,7 +132,7 @@ TEST(Sema, ExprTypes) {
       {"BEGIN { @y = 1 < 2; }", "@y[]=bool/plain", "", {{"1 < 2", "bool"}}},
       {"BEGIN { @y = comm; }", "@y[]=string[16]/plain", "", {{"comm", "string[16]"}}},
       {"BEGIN { @y = pid; }", "@y[]=uint64/plain", "", {{"pid", "uint32"}}},
-      {"BEGIN { @y = (1, \"ab\").1; }", "@y[]=string[3]/plain", "", {{"(1, \"ab\")", "(int8, string[3])"}}},
+      {"BEGIN { @y = (1, \"ab\").1; }", "@y[]=string[3]/plain", "", {{"(1, \"ab\")", "(int8,string[3])"}}},
       {"BEGIN { @y = 1 ? \"a\" : \"bcd\"; }", "@y[]=string[4]/plain", "", {{"1 ? \"a\" : \"bcd\"", "string[4]"}}},
       {"BEGIN { @y = (uint8)300; }", "@y[]=uint64/plain", "", {{"(uint8)300", "uint8"}, {"300", "int16"}}},
       {"tracepoint:syscalls:sys_enter_openat { @f[args.dfd] = args.flags; }", "@f[int64]=int64/plain", "1:1",
@@ -264,7 +264,7 @@ TEST(Sema, Uaddr) {
 TEST(Sema, PointerKeys) {
   check_ok({
       {"BEGIN { @k[(int8 *)1] = 1; }", "@k[int8 *]=int64/plain"},
-      {"BEGIN { @k[(int8 *)1, 2] = (int16 *)3; }", "@k[(int8 *, int64)]=int16 */plain"},
+      {"BEGIN { @k[(int8 *)1, 2] = (int16 *)3; }", "@k[(int8 *,int64)]=int16 */plain"},
   });
 }
 
@@ -472,7 +472,7 @@ TEST(Sema, ForMapLoops) {
       {"BEGIN { @m[1] = \"a\"; for ($kv : @m) { @k = $kv.0; @v = $kv.1; } }",
        "@m[int64]=string[2]/plain;@k[]=int64/plain;@v[]=string[2]/plain", "", {{"@m", "string[2]"}}},
       {"BEGIN { @t[1, \"ab\"] = 5; for ($kv : @t) { @a = $kv.0.1; @b = $kv; } }",
-       "@t[(int64, string[3])]=int64/plain;@a[]=string[3]/plain;@b[]=((int64, string[3]), int64)/plain"},
+       "@t[(int64,string[3])]=int64/plain;@a[]=string[3]/plain;@b[]=((int64,string[3]),int64)/plain"},
       {"BEGIN { @c[comm] = count(); for ($kv : @c) { @n = $kv.1; } }",
        "@c[string[16]]=uint64/count;@n[]=uint64/plain"},
       // The map may be filled by a later probe; outer variables are visible.
@@ -571,23 +571,26 @@ TEST(Sema, MapDeclarations) {
 
 TEST(Sema, TuplesAndRecords) {
   check_ok({
-      {"BEGIN { @r = (a=1, b=\"x\"); }", "@r[]=(a=int8, b=string[2])/plain", "", {{"(a=1, b=\"x\")", "(a=int8, b=string[2])"}}},
+      {"BEGIN { @r = (a=1, b=\"x\"); }", "@r[]=record { .a = int8, .b = string[2] }/plain", "",
+       {{"(a=1, b=\"x\")", "record { .a = int8, .b = string[2] }"}}},
       // A record assigned with its fields in another order keeps the first order.
-      {"BEGIN { @r = (a=1, b=\"x\"); @r = (b=\"yyy\", a=2); }", "@r[]=(a=int8, b=string[4])/plain"},
-      {"BEGIN { $r = (a=1, b=(c=\"s\", d=2)); @x = $r.b.c; }", "@x[]=string[2]/plain", "", {{"$r.b", "(c=string[2], d=int8)"}}},
-      {"BEGIN { @k[(a=1, b=2)] = 1; @k[(b=3, a=4)] = 2; }", "@k[(a=int64, b=int64)]=int64/plain"},
+      {"BEGIN { @r = (a=1, b=\"x\"); @r = (b=\"yyy\", a=2); }", "@r[]=record { .a = int8, .b = string[4] }/plain"},
+      {"BEGIN { $r = (a=1, b=(c=\"s\", d=2)); @x = $r.b.c; }", "@x[]=string[2]/plain", "",
+       {{"$r.b", "record { .c = string[2], .d = int8 }"}}},
+      {"BEGIN { @k[(a=1, b=2)] = 1; @k[(b=3, a=4)] = 2; }", "@k[record { .a = int64, .b = int64 }]=int64/plain"},
       {"BEGIN { @e = (1, \"a\") == (2, \"abc\"); @f = (a=1) != (a=2); }", "@e[]=bool/plain;@f[]=bool/plain"},
       // Tuple variables widen their strings to the longest value assigned,
       // also for reads before the wider assignment.
-      {"BEGIN { $t = (\"a\", 1); @x = $t; $t = (\"abcdef\", 2); }", "@x[]=(string[7], int8)/plain"},
-      {"BEGIN { @t[1, (2, \"a\")] = 1; @t[3, (4, \"bcd\")] = 2; }", "@t[(int64, (int8, string[4]))]=int64/plain"},
+      {"BEGIN { $t = (\"a\", 1); @x = $t; $t = (\"abcdef\", 2); }", "@x[]=(string[7],int8)/plain"},
+      {"BEGIN { @t[1, (2, \"a\")] = 1; @t[3, (4, \"bcd\")] = 2; }", "@t[(int64,(int8,string[4]))]=int64/plain"},
   });
   check_err({
-      {"BEGIN { $r = (a=1); @x = $r.c; }", "stdin:1:26-30: ERROR: Record has no field named 'c': (a=int8)"},
+      {"BEGIN { $r = (a=1); @x = $r.c; }", "stdin:1:26-30: ERROR: Record has no field named 'c': record { .a = int8 }"},
       {"BEGIN { $r = (a=1); @x = $r.0; }", "Record has no field named '0'"},
       {"BEGIN { @x = (a=1) == (b=1); }",
-       "stdin:1:14-28: ERROR: Type mismatch for '==': comparing '(a=int8)' with '(b=int8)'"},
-      {"BEGIN { @x = (1, 2) == (1, \"a\"); }", "Type mismatch for '==': comparing '(int8, int8)' with '(int8, string[2])'"},
+       "stdin:1:14-28: ERROR: Type mismatch for '==': comparing 'record { .a = int8 }' with 'record { .b = int8 }'"},
+      {"BEGIN { @x = (1, 2) == (1, \"a\"); }",
+       "Type mismatch for '==': comparing '(int8,int8)' with '(int8,string[2])'"},
       {"BEGIN { @x = (1, 2) == (1, 2, 3); }", "Type mismatch for '=='"},
       {"BEGIN { @x = (a=1) < (a=2); }", "Type mismatch for '<'"},
       {"BEGIN { $x = (a=1); $x = (1,); }", "Type mismatch for $x: trying to assign value of type '(int8)'"},
