@@ -170,8 +170,7 @@ bool Checker::hist_first(const Expr& tuple) {
   const Expr& m = ast_.expr(tuple.args[0]);
   if (m.kind != ExprKind::Map || !m.args.empty()) return false;
   auto it = std::find_if(out_.maps.begin(), out_.maps.end(), [&](const MapInfo& i) { return i.name == m.name; });
-  if (it == out_.maps.end()) return pruned_map(m.name);
-  return it->agg == output::AggKind::Hist;
+  return pruned_map(m.name) || (it != out_.maps.end() && it->agg == output::AggKind::Hist);
 }
 
 // print((@usecs, @AVG)): a histogram map, and on each entry's label line
