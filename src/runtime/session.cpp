@@ -650,7 +650,7 @@ class Session {
         for (const auto& t : unit.targets) {
           if (t.btf_id == 0) return attach_error(t, fmt::format("function {} is not in the kernel's BTF", t.func));
           auto fd = load_btf_bound(spec, type, t.btf_id);
-          if (!fd) return verifier_error(prog, fd.error());
+          if (!fd) return verifier_error(i, fd.error());
           fds.push_back(std::move(*fd));
         }
       }
@@ -660,7 +660,7 @@ class Session {
         continue;
       }
       auto loaded = bpf::load_program(spec);
-      if (!loaded) return verifier_error(prog, loaded.error());
+      if (!loaded) return verifier_error(i, loaded.error());
       if (o_.debug_verifier) fmt::print(stderr, "{}", loaded->log);
       prog_fds_.push_back(std::move(loaded->fd));
       target_fds_.emplace_back();
@@ -684,12 +684,14 @@ class Session {
 
   // Maps a rejection back to the script: the last instruction the verifier
   // reported is looked up in the program's location table.
-  int verifier_error(const codegen::Program& prog, const bpf::LoadError& e) {
+  int verifier_error(size_t i, const bpf::LoadError& e) {
+    const codegen::Program& prog = progs_[i];
+    const std::string& name = p_.units[m_.unit_of[i]].message_name;
     if (o_.debug_verifier) fmt::print(stderr, "{}", e.log);
     if (e.err == ENOSPC) {
       // The verifier's log did not fit in log_size (bpftrace's words for the
       // first line).
-      fmt::print(stderr, "ERROR: Error loading BPF program for {}. Error code: -{} ({}).{}\n", prog.name, e.err,
+      fmt::print(stderr, "ERROR: Error loading BPF program for {}. Error code: -{} ({}).{}\n", name, e.err,
                  strerror(e.err), o_.verbose ? "" : " Use -v for full kernel error log.");
       if (o_.verbose)
         fmt::print(stderr,
@@ -702,7 +704,7 @@ class Session {
     std::string message = e.log.empty() ? strerror(e.err) : f.message;
     int insn = f.insn;
     lang::Diagnostics d;
-    std::string text = fmt::format("the kernel's verifier rejected the program for {}: {}", prog.name, message);
+    std::string text = fmt::format("the kernel's verifier rejected the program for {}: {}", name, message);
     std::vector<std::string> hints;
     // The one helper a kernel option withholds from every program.
     if (message.find("cannot use helper bpf_probe_write_user") != std::string::npos)

@@ -1504,10 +1504,10 @@ ProbeKind mechanism_of(ResolvedAttachPoint& point, const Options& options, const
   return kprobes() ? (ret ? K::Kretprobe : K::Kprobe) : kind;
 }
 
-std::string unit_name(const std::string& target) {
+std::string program_name(const std::string& target) {
   std::string n;
   for (char c : target) n += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  return n.substr(0, 15);
+  return n;
 }
 
 void compute_layouts(TypedProgram& p) {
@@ -1806,7 +1806,8 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         u.kind = point.kind;
         u.mechanism = point.mechanism;
         u.fentry_refused = point.fentry_refused;
-        u.name = unit_name(t.name);
+        u.name = program_name(t.name).substr(0, 15);
+        u.message_name = fmt::format("{}_{}", program_name(t.name), i + 1);
         u.targets.push_back(std::move(t));
         out.units.push_back(std::move(u));
         existing = out.units.end() - 1;

@@ -75,6 +75,10 @@ struct ProgramUnit {
   std::string fentry_refused;
   std::vector<AttachTarget> targets;
   std::string name;          // program name for the kernel (truncated to 15)
+  // The name bpftrace's messages give the program: the attach point with
+  // '_' for other characters than letters, digits and '_', then '_' and the
+  // probe's number from 1 (begin_1, tracepoint_syscalls_sys_enter_read_2).
+  std::string message_name;
 };
 
 struct MapInfo {
