@@ -382,6 +382,19 @@ std::string heatmap_terminal(const std::vector<HeatSeries>& series, const HeatMa
 
 // printf: the format is parsed once (at compile time, by sema, to check the
 // argument count and types) and applied in user space to each event.
+// One printf conversion split into its parts.
+struct PrintfConversion {
+  std::string flags;  // any of "-+ #0", as written
+  int width = -1;
+  int precision = -1;
+  bool star_width = false;      // "%*d": the width is an argument
+  bool star_precision = false;  // "%.*s": the precision is an argument
+  std::string length;
+  char conv = 0;
+  std::string buffer_mode;
+  size_t end = 0;  // one past the conversion in the scanned text
+};
+
 struct PrintfSpec {
   enum class ArgKind { Integer, String, Any };  // what the conversion wants
   std::string literal_before;  // text before this conversion (%% already turned into %)
@@ -393,6 +406,9 @@ struct PrintfSpec {
   // "%2$-10d": the column it prints, 0-based (-1: the next). Only a table's
   // row format (print((@m,), rows, FORMAT, NAMES)) takes one.
   int column = -1;
+  // `spec` as parse_printf read it, so that events are formatted without
+  // reading the text again (a spec built by hand has none).
+  std::optional<PrintfConversion> parts;
 };
 
 struct PrintfFormat {

@@ -2,6 +2,8 @@
 // semantics (REFERENCE 6.5 and 9: bpfscope keeps libc precision handling and
 // the 32-bit conversion of unmodified %d/%u, where 0.26 uses iostreams).
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <fmt/format.h>
 #include <optional>
@@ -18,18 +20,7 @@ namespace {
 // can never ask snprintf for gigabytes.
 constexpr int kMaxWidth = 65536;
 
-// One conversion split into its parts.
-struct Conversion {
-  std::string flags;  // any of "-+ #0", as written
-  int width = -1;
-  int precision = -1;
-  bool star_width = false;      // "%*d": the width is an argument
-  bool star_precision = false;  // "%.*s": the precision is an argument
-  std::string length;
-  char conv = 0;
-  std::string buffer_mode;
-  size_t end = 0;  // one past the conversion in the scanned text
-};
+using Conversion = PrintfConversion;
 
 struct ScanError {
   size_t end;  // one past the offending character
@@ -112,14 +103,30 @@ PrintfSpec::ArgKind wanted(char conv) {
 }
 
 // snprintf into a std::string; `spec` is a format we built, with one argument.
+// Most conversions fit the stack buffer, which spares a second pass.
 template <typename T>
 std::string c_format(const std::string& spec, T arg) {
-  const int n = std::snprintf(nullptr, 0, spec.c_str(), arg);
+  char small[256];
+  const int n = std::snprintf(small, sizeof small, spec.c_str(), arg);
   if (n <= 0) return "";
+  if (static_cast<size_t>(n) < sizeof small) return std::string(small, static_cast<size_t>(n));
   std::string out(static_cast<size_t>(n), '\0');
   // data() has room for the terminating NUL as well.
   std::snprintf(out.data(), out.size() + 1, spec.c_str(), arg);
   return out;
+}
+
+// A conversion with no flags, width or precision: the digits alone, which
+// std::to_chars writes as printf would (the common case, per event).
+bool plain(const Conversion& c) { return c.flags.empty() && c.width < 0 && c.precision < 0; }
+
+template <typename T>
+std::string digits(T v, int base, bool upper = false) {
+  char buf[72];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, base);
+  (void)ec;
+  if (upper) std::transform(buf, end, buf, [](char ch) { return static_cast<char>(std::toupper(ch)); });
+  return std::string(buf, end);
 }
 
 // "%" + flags + width + precision, ready for a length and a conversion.
@@ -139,24 +146,29 @@ bool wide_length(const std::string& length) {
 }
 
 std::string format_signed(const Conversion& c, int64_t v) {
-  const std::string prefix = c_prefix(c, true);
-  if (wide_length(c.length)) return c_format(prefix + "ll" + c.conv, static_cast<long long>(v));
+  const bool wide = wide_length(c.length);
   // Narrower conversions cast first, exactly as C's argument conversion does.
   int narrowed = static_cast<int>(v);
   if (c.length == "hh") narrowed = static_cast<signed char>(v);
   if (c.length == "h") narrowed = static_cast<short>(v);
+  if (plain(c)) return wide ? digits(v, 10) : digits(narrowed, 10);
+  const std::string prefix = c_prefix(c, true);
+  if (wide) return c_format(prefix + "ll" + c.conv, static_cast<long long>(v));
   return c_format(prefix + c.conv, narrowed);
 }
 
 std::string format_unsigned(const Conversion& c, int64_t v) {
-  const std::string prefix = c_prefix(c, true);
   const auto u = static_cast<uint64_t>(v);
-  if (wide_length(c.length)) {
-    return c_format(prefix + "ll" + c.conv, static_cast<unsigned long long>(u));
-  }
+  const bool wide = wide_length(c.length);
   unsigned narrowed = static_cast<unsigned>(u);
   if (c.length == "hh") narrowed = static_cast<unsigned char>(u);
   if (c.length == "h") narrowed = static_cast<unsigned short>(u);
+  if (plain(c)) {
+    const int base = c.conv == 'u' ? 10 : c.conv == 'o' ? 8 : 16;
+    return wide ? digits(u, base, c.conv == 'X') : digits(narrowed, base, c.conv == 'X');
+  }
+  const std::string prefix = c_prefix(c, true);
+  if (wide) return c_format(prefix + "ll" + c.conv, static_cast<unsigned long long>(u));
   return c_format(prefix + c.conv, narrowed);
 }
 
@@ -308,7 +320,8 @@ std::string apply(const Conversion& c, const Value& arg) {
     case 's': {
       // Any value prints as its text; "%ls" would read a wide string, so the
       // length modifier is dropped.
-      const std::string text = arg.kind == Value::Kind::String ? arg.s : to_text(arg);
+      std::string text = arg.kind == Value::Kind::String ? arg.s : to_text(arg);
+      if (plain(c)) return text.substr(0, text.find('\0'));  // as %s reads it: up to a NUL
       return c_format(c_prefix(c, true) + "s", text.c_str());
     }
     case 'r': {
@@ -378,6 +391,8 @@ std::variant<PrintfFormat, std::string> parse_printf(std::string_view fmt) {
     spec.buffer_mode = c.buffer_mode;
     spec.wants = wanted(c.conv);
     spec.column = column;
+    spec.parts = c;
+    spec.parts->end = spec.spec.size();
     out.specs.push_back(std::move(spec));
     i = c.end;
   }
@@ -396,11 +411,11 @@ std::string format_printf(const PrintfFormat& fmt, const std::vector<Value>& arg
       stars.push_back(i < args.size() ? args[i].as_i64() : 0);
       continue;
     }
-    // The spec text is re-scanned for flags, width and precision; a spec built
-    // by hand without it falls back to its conversion and length alone.
+    // The spec's parts as parsed; a spec built by hand is scanned from its
+    // text, and without one falls back to its conversion and length alone.
     Conversion c;
-    std::optional<Conversion> written;
-    if (spec.spec.size() >= 2 && spec.spec[0] == '%') {
+    std::optional<Conversion> written = spec.parts;
+    if (!written && spec.spec.size() >= 2 && spec.spec[0] == '%') {
       auto scanned = scan_conversion(spec.spec, 0);
       if (auto* ok = std::get_if<Conversion>(&scanned); ok && ok->end == spec.spec.size()) {
         written = *ok;
