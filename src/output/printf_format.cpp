@@ -140,6 +140,7 @@ std::string c_prefix(const Conversion& c, bool with_precision) {
 int64_t integer_of(const Value& v) { return v.as_i64(); }
 
 bool wide_length(const std::string& length) {
+  if (length.empty()) return false;  // the common case, per event
   // glibc treats L on an integer conversion like ll.
   return length == "l" || length == "ll" || length == "j" || length == "z" || length == "t" ||
          length == "L";
@@ -149,8 +150,8 @@ std::string format_signed(const Conversion& c, int64_t v) {
   const bool wide = wide_length(c.length);
   // Narrower conversions cast first, exactly as C's argument conversion does.
   int narrowed = static_cast<int>(v);
-  if (c.length == "hh") narrowed = static_cast<signed char>(v);
-  if (c.length == "h") narrowed = static_cast<short>(v);
+  if (!c.length.empty() && c.length[0] == 'h')
+    narrowed = c.length == "hh" ? static_cast<signed char>(v) : static_cast<short>(v);
   if (plain(c)) return wide ? digits(v, 10) : digits(narrowed, 10);
   const std::string prefix = c_prefix(c, true);
   if (wide) return c_format(prefix + "ll" + c.conv, static_cast<long long>(v));
@@ -161,8 +162,8 @@ std::string format_unsigned(const Conversion& c, int64_t v) {
   const auto u = static_cast<uint64_t>(v);
   const bool wide = wide_length(c.length);
   unsigned narrowed = static_cast<unsigned>(u);
-  if (c.length == "hh") narrowed = static_cast<unsigned char>(u);
-  if (c.length == "h") narrowed = static_cast<unsigned short>(u);
+  if (!c.length.empty() && c.length[0] == 'h')
+    narrowed = c.length == "hh" ? static_cast<unsigned char>(u) : static_cast<unsigned short>(u);
   if (plain(c)) {
     const int base = c.conv == 'u' ? 10 : c.conv == 'o' ? 8 : 16;
     return wide ? digits(u, base, c.conv == 'X') : digits(narrowed, base, c.conv == 'X');

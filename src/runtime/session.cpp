@@ -1067,6 +1067,7 @@ class Session {
         a.kind != sema::ActionKind::Exit)
       return 0;
     std::vector<output::Value> args;
+    args.reserve(a.args.size());
     for (size_t i = 0; i < a.args.size(); ++i) args.push_back(decode(a.args[i], data + a.offsets[i], shared_names_.get()));
     // printf("%.2f", $bytes / 1024.0): the record holds the dividend.
     for (size_t i = 0; i < a.divisors.size(); ++i)

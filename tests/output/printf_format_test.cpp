@@ -133,6 +133,37 @@ TEST(Printf, Format) {
   }
 }
 
+// Integers without flags, width or precision take a path of their own
+// (std::to_chars, not snprintf): every conversion and length against libc.
+TEST(Printf, PlainIntegersAsLibc) {
+  const int64_t values[] = {0, 1, -1, 7, -128, 255, 256, 65535, -32769, INT32_MAX, INT32_MIN, 5000000000,
+                            INT64_MAX, INT64_MIN, -5000000000};
+  for (const char* length : {"", "hh", "h", "l", "ll", "j", "z", "t"}) {
+    for (char conv : {'d', 'i', 'u', 'o', 'x', 'X'}) {
+      const std::string spec = std::string("%") + length + conv;
+      for (int64_t v : values) {
+        char want[64];
+        const std::string ll = std::string("%ll") + conv;
+        const std::string l = std::string("%") + conv;
+        const std::string_view len(length);
+        if (len == "hh")
+          std::snprintf(want, sizeof want, l.c_str(), conv == 'd' || conv == 'i' ? static_cast<int>(static_cast<signed char>(v))
+                                                                                  : static_cast<int>(static_cast<unsigned char>(v)));
+        else if (len == "h")
+          std::snprintf(want, sizeof want, l.c_str(), conv == 'd' || conv == 'i' ? static_cast<int>(static_cast<short>(v))
+                                                                                  : static_cast<int>(static_cast<unsigned short>(v)));
+        else if (len.empty())
+          std::snprintf(want, sizeof want, l.c_str(), static_cast<int>(v));
+        else
+          std::snprintf(want, sizeof want, ll.c_str(), static_cast<long long>(v));
+        EXPECT_EQ(fmt_one(spec, {I(v)}), want) << spec << " of " << v;
+      }
+    }
+  }
+  // %s without width or precision stops at a NUL, as C's does.
+  EXPECT_EQ(fmt_one("[%s]", {S(std::string("ab\0cd", 5))}), "[ab]");
+}
+
 TEST(Printf, Errors) {
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"%y", "printf: Unknown format string token: %y"},
