@@ -300,6 +300,41 @@ constexpr Function kActions[] = {
      .max_args = 64,
      .check = [](Checker& c, ExprId id, const Expr& /*e*/) -> Type { return c.printf_call(id, ActionKind::Errorf); },
      .lower = send_formatted},
+    // assert(cond, msg): when cond is false, the error "assert failed: MSG"
+    // at the call, and the run ends with exit code 1 (bpftrace's stdlib
+    // macro: errorf, then exit(1)).
+    {.name = "assert",
+     .min_args = 2,
+     .max_args = 2,
+     .check = [](Checker& c, ExprId id, const Expr& e) -> Type {
+       Type cond = c.expr(e.args[0]), msg = c.expr(e.args[1]);
+       if (!cond.is_int()) {
+         c.error(c.ast_.expr(e.args[0]).loc, fmt::format("assert() expects a condition ({} provided)", cond.name()));
+         return Type::none();
+       }
+       if (!msg.is_string()) {
+         c.error(c.ast_.expr(e.args[1]).loc, fmt::format("assert() expects a string message ({} provided)", msg.name()));
+         return Type::none();
+       }
+       int32_t act = c.add_action(ActionKind::Errorf, e.loc, {msg});
+       auto& a = c.out_.actions[act];
+       a.format = "assert failed: %s";
+       a.printf_format = std::get<output::PrintfFormat>(output::parse_printf(a.format));
+       a.divisors = {0};
+       a.then_exit = 1;
+       if (auto from = c.ast_.expanded_from.find(id); from != c.ast_.expanded_from.end()) a.expanded_from = from->second;
+       c.out_.action_of[id] = act;
+       return Type::none();
+     },
+     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
+       BlockId failed = l.b_.new_block(), done = l.b_.new_block();
+       l.cond(e.args[0], done, failed);
+       l.b_.set_block(failed);
+       l.send(l.p_.action_of[id], {{.expr = e.args[1]}});
+       l.end_probe();  // as exit()
+       l.b_.set_block(done);
+       return Val{.type = t};
+     }},
     {.name = "warnf",
      .min_args = 1,
      .max_args = 64,

@@ -1172,6 +1172,11 @@ class Session {
         if (!err && o_.no_warnings) break;
         printer_->script_message(err, output::format_printf(a.printf_format, args), p_.ast->source, a.loc,
                                  a.expanded_from);
+        if (a.then_exit) {  // assert(): as exit(code)
+          exiting_ = true;
+          ignore_records_ = !iterating_;
+          exit_code_ = *a.then_exit;
+        }
         break;
       }
       case sema::ActionKind::System: {

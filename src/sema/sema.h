@@ -149,6 +149,8 @@ struct Action {
   uint32_t probe_index = 0;         // the AST probe that sends it
   lang::Loc loc;
   std::vector<lang::Loc> expanded_from;  // Errorf, Warnf in a macro: the calls that expanded it, innermost first
+  // Errorf of assert(): the run then ends with this exit code, as exit() does.
+  std::optional<int> then_exit;
 };
 
 // A field of a kernel struct read through BTF: the bytes at base + offset
