@@ -84,6 +84,16 @@ std::optional<bool> boolean(std::string_view v) {
   return std::nullopt;
 }
 
+// An unstable feature's setting, in bpftrace's words: enable (or true/1),
+// warn, error (or false/0).
+std::optional<Unstable> unstable(std::string_view v) {
+  const auto b = boolean(v);
+  if (v == "enable" || (b && *b)) return Unstable::Enable;
+  if (v == "warn") return Unstable::Warn;
+  if (v == "error" || (b && !*b)) return Unstable::Error;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool apply_config(const lang::Program& program, Config& config, lang::Diagnostics& diags) {
@@ -117,14 +127,8 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
       }
       config.print_maps_on_exit = *b;
     } else if (key == "unstable_tseries") {
-      // bpftrace's words: enable (or true/1), warn, error (or false/0).
-      const auto b = boolean(value);
-      if (value == "enable" || (b && *b))
-        config.unstable_tseries = Unstable::Enable;
-      else if (value == "warn")
-        config.unstable_tseries = Unstable::Warn;
-      else if (value == "error" || (b && !*b))
-        config.unstable_tseries = Unstable::Error;
+      if (auto u = unstable(value))
+        config.unstable_tseries = *u;
       else
         bad("enable, warn or error");
     } else if (key == "license") {
@@ -162,6 +166,14 @@ bool config_from_environment(Config& config, lang::Diagnostics& diags) {
       config.license = v;
     } else {
       diags.error_unlocated(license_error(v));
+      ok = false;
+    }
+  }
+  if (const char* v = getenv("BPFTRACE_UNSTABLE_TSERIES")) {
+    if (auto u = unstable(v)) {
+      config.unstable_tseries = *u;
+    } else {
+      diags.error_unlocated(fmt::format("BPFTRACE_UNSTABLE_TSERIES: invalid value {}: expected enable, warn or error", v));
       ok = false;
     }
   }
