@@ -114,7 +114,10 @@ ENVIRONMENT:
     BPFTRACE_MAX_MAP_KEYS entries per keyed map (default 4096)
     BPFTRACE_MAX_CAT_BYTES bytes cat() prints of a file (default 10240)
     BPFTRACE_PERF_RB_PAGES ring buffer size in pages (default: 4096 pages when probes
-                          other than BEGIN/END print, else 64)
+                          other than BEGIN/END print; 4 or more, by what one run sends,
+                          when only BEGIN/END send records; else 64)
+    BPFTRACE_LICENSE, BPFTRACE_LOG_SIZE, BPFTRACE_UNSTABLE_TSERIES
+                          as the config keys license, log_size, unstable_tseries
 
 EXAMPLES:
     bpfscope -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args.filename)); }'
