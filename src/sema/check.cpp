@@ -465,7 +465,7 @@ void Checker::assign(const Stmt& s) {
       Type u;
       if (!unify(out_.var_types[var], vt, u)) {
         error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
-                                 "already contains a value of type '{}'",
+                                 "already has a type '{}'",
                                  target.name, vt.name(), out_.var_types[var].name()));
         return;
       }
