@@ -65,11 +65,16 @@ void Lowerer::run() {
 }
 
 // Reserves the function's key slot and looks up the scratch memory:
-// scratch = lookup(scratch_map, &0). A failed lookup cannot happen for a
-// per-CPU array, but the verifier needs the check; it returns `fail_ret`.
+// scratch = lookup(scratch_map, &N), N the function's own entry (its index
+// in the module): a program that interrupts another on the same CPU (a
+// tp_btf block completion in the middle of a submission's probe) must not
+// write over the other's values. A program never interrupts itself (the
+// kernel skips that firing), and its callbacks share its entry. A failed
+// lookup cannot happen for a per-CPU array, but the verifier needs the
+// check; it returns `fail_ret`.
 void Lowerer::enter_scratch(int64_t fail_ret) {
   key_slot_ = b_.reserve_stack(8);
-  scratch_ = array_elem(m_.support.scratch, 0);
+  scratch_ = array_elem(m_.support.scratch, static_cast<uint32_t>(m_.functions.size()));
   BlockId ok = b_.new_block(), fail = b_.new_block();
   b_.branch_imm(ir::Cond::Eq, scratch_, 0, fail, ok);
   b_.set_block(fail);

@@ -17,7 +17,9 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   }
   specs.resize(m.support.skb_output + 1, MapSpec{BPF_MAP_TYPE_UNSPEC, "", 0, 0, 0});
   specs[m.support.ringbuf] = {BPF_MAP_TYPE_RINGBUF, "ringbuf", 0, 0, ringbuf_bytes};
-  specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size, 1};
+  // One entry per program (Lowerer::enter_scratch).
+  specs[m.support.scratch] = {BPF_MAP_TYPE_PERCPU_ARRAY, "scratch", 4, m.scratch_size,
+                              std::max<uint32_t>(1, static_cast<uint32_t>(m.functions.size()))};
   specs[m.support.zero] = {BPF_MAP_TYPE_ARRAY, "zero", 4, m.zero_size, 1};
   specs[m.support.lost] = {BPF_MAP_TYPE_ARRAY, "lost", 4, 8, 1, BPF_F_MMAPABLE};
   specs[m.support.failed] = {BPF_MAP_TYPE_PERCPU_ARRAY, "failed", 4, 8,

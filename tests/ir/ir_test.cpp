@@ -2,6 +2,8 @@
 // aggregation updates, predicates, ring-buffer records and lost-event counts.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -128,6 +130,26 @@ TEST(Ir, VerifiesAndNullChecksEveryLookup) {
     if (l.text.find("call 1(") != std::string::npos) {
       EXPECT_NE(l.text.find("== 0 goto"), std::string::npos);
     }
+  }
+}
+
+// Each program has its own scratch entry (the entry's key is its index),
+// so that a program interrupting another on the same CPU (a tp_btf block
+// completion during a submission's probe) cannot write over the other's
+// values; biostacks once printed a request with an empty comm that way.
+TEST(Ir, EachProgramHasItsOwnScratchEntry) {
+  auto l = lower_text(
+      "rawtracepoint:block_io_start { @i[arg0] = (comm, pid); } "
+      "rawtracepoint:block_io_done { @d[arg0] = (comm, pid); }");
+  ASSERT_TRUE(l.typed.has_value());
+  ASSERT_EQ(l.module.functions.size(), 2u);
+  const auto specs = map_specs(*l.typed, l.module, 4096);
+  EXPECT_EQ(specs[l.module.support.scratch].max_entries, 2u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    const std::string text = print(l.module.functions[i]);
+    const std::regex key("\\*\\(u32 \\*\\)\\(v\\d+ \\+0\\) = " + std::to_string(i) + "\n  v\\d+ = map " +
+                         std::to_string(l.module.support.scratch) + "\n");
+    EXPECT_TRUE(std::regex_search(text, key)) << text;
   }
 }
 
