@@ -1806,8 +1806,9 @@ std::optional<TypedProgram> analyse(const lang::Program& program, const Options&
         u.kind = point.kind;
         u.mechanism = point.mechanism;
         u.fentry_refused = point.fentry_refused;
-        u.name = program_name(t.name).substr(0, 15);
-        u.message_name = fmt::format("{}_{}", program_name(t.name), i + 1);
+        const std::string name = program_name(t.name);
+        u.name = name.substr(0, 15);
+        u.message_name = fmt::format("{}_{}", name, i + 1);
         u.targets.push_back(std::move(t));
         out.units.push_back(std::move(u));
         existing = out.units.end() - 1;
