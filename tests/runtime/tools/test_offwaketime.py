@@ -47,7 +47,7 @@ class OffwaketimeTest(unittest.TestCase):
 
     def test_reader_joined_with_its_waker(self):
         with Work("pipe", MS, N) as w:
-            run, sw = run_witnessed(["offwaketime", "-p", str(w.pid)], w)
+            run, sw = run_witnessed(["-k", "offwaketime", "-p", str(w.pid)], w)
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], "Tracing blocked time (us) by off-CPU and waker stack... Hit Ctrl-C to end.")
         blocks = offwake_blocks(run.lines)
@@ -55,9 +55,15 @@ class OffwaketimeTest(unittest.TestCase):
         self.assertTrue(reader, run)
         for waker, wf, tf, target, tid, us in reader:
             self.assertEqual((waker, target, tid), ("cpu_work", "cpu_work", w.pid))
-            # The waker's stack: the pipe write in cpu_wake(), on its thread.
-            self.assertIn("cpu_wake", wf)
-            self.assertIn("waker_main", wf)
+            # The waker's stack: the pipe write in cpu_wake(), on its thread,
+            # or (once in CI) its kernel frames alone, where the run (-k)
+            # says the kernel could not take its user stack.
+            if "cpu_wake" not in wf:
+                self.assertIn("WARNING: Failed to get_stackid", run.stderr, run)
+                self.assertIn("@wu[$p->pid] = ustack(bcc);", run.stderr, run)
+                self.assertEqual(wf[-1], "entry_SYSCALL_64_after_hwframe", wf)
+            else:
+                self.assertIn("waker_main", wf)
             self.assertTrue({"anon_pipe_write", "pipe_write"} & set(wf), wf)
             # The reader's: blocked in the pipe read, in cpu_pipe_wait() under main().
             self.assertTrue({"anon_pipe_read", "pipe_read"} & set(tf), tf)
