@@ -106,8 +106,6 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
   imply("stacks", options.run.folded || !options.run.flamegraph_file.empty() ||
                      (options.run.recording && options.run.tool_graph));
   options.run.max_cat_bytes = env_u32("BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX", 10240);
-  sopts.config.max_strlen = env_u32("BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", 1024);
-  sopts.config.max_map_keys = env_u32("BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", 4096);
   if (!sema::config_from_environment(sopts.config, diags)) {
     report(ast->source);
     return nullptr;

@@ -98,6 +98,7 @@ std::optional<Unstable> unstable(std::string_view v) {
 
 bool apply_config(const lang::Program& program, Config& config, lang::Diagnostics& diags) {
   bool ok = true;
+  const Config environment = config;
   for (size_t i = 0; i < program.config.size(); ++i) {
     const auto& [raw_key, raw_value] = program.config[i];
     const lang::Loc loc = i < program.config_locs.size() ? program.config_locs[i] : lang::Loc{};
@@ -156,14 +157,35 @@ bool apply_config(const lang::Program& program, Config& config, lang::Diagnostic
         bad("error, warn or ignore");
     }
   }
+  // The block's values were checked all the same.
+  for (const std::string& key : environment.from_environment) {
+    if (key == "max_strlen") config.max_strlen = environment.max_strlen;
+    if (key == "max_map_keys") config.max_map_keys = environment.max_map_keys;
+    if (key == "unstable_tseries") config.unstable_tseries = environment.unstable_tseries;
+    if (key == "license") config.license = environment.license;
+    if (key == "log_size") config.log_size = environment.log_size;
+  }
   return ok;
 }
 
 bool config_from_environment(Config& config, lang::Diagnostics& diags) {
   bool ok = true;
+  // A value that is not a positive number leaves the default, as before
+  // bpftrace checked these.
+  const auto count = [&](const char* key, const char* name, const char* old_name, uint32_t& to) {
+    const char* v = getenv(name);
+    if (!v) v = getenv(old_name);
+    auto n = v ? number(v) : std::nullopt;
+    if (!n || *n == 0 || *n > UINT32_MAX) return;
+    to = static_cast<uint32_t>(*n);
+    config.from_environment.insert(key);
+  };
+  count("max_strlen", "BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", config.max_strlen);
+  count("max_map_keys", "BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX", config.max_map_keys);
   if (const char* v = getenv("BPFTRACE_LICENSE")) {
     if (valid_license(v)) {
       config.license = v;
+      config.from_environment.insert("license");
     } else {
       diags.error_unlocated(license_error(v));
       ok = false;
@@ -172,6 +194,7 @@ bool config_from_environment(Config& config, lang::Diagnostics& diags) {
   if (const char* v = getenv("BPFTRACE_UNSTABLE_TSERIES")) {
     if (auto u = unstable(v)) {
       config.unstable_tseries = *u;
+      config.from_environment.insert("unstable_tseries");
     } else {
       diags.error_unlocated(fmt::format("BPFTRACE_UNSTABLE_TSERIES: invalid value {}: expected enable, warn or error", v));
       ok = false;
@@ -180,6 +203,7 @@ bool config_from_environment(Config& config, lang::Diagnostics& diags) {
   if (const char* v = getenv("BPFTRACE_LOG_SIZE")) {
     if (auto n = log_size(v)) {
       config.log_size = *n;
+      config.from_environment.insert("log_size");
     } else {
       diags.error_unlocated(
           fmt::format("BPFTRACE_LOG_SIZE: invalid value {}: expected a positive integer up to 1073741823", v));

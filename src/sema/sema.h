@@ -190,10 +190,13 @@ struct Config {
   Unstable unstable_tseries = Unstable::Warn;
   std::string license = "GPL";  // given to the kernel with each program: one of bpftrace's GPL-compatible ones
   uint32_t log_size = 1000000;  // bytes of the kernel's verifier log buffer
+  // The keys the environment set (BPFTRACE_MAX_STRLEN: max_strlen): as in
+  // bpftrace, they win over the script's config block.
+  std::set<std::string> from_environment;
 };
 
-// The settings of the environment that need checking (BPFTRACE_LICENSE,
-// BPFTRACE_LOG_SIZE), over `config`: false after a bad value, reported
+// The settings of the environment (BPFTRACE_MAX_STRLEN, BPFTRACE_LICENSE,
+// BPFTRACE_LOG_SIZE...), over `config`: false after a bad value, reported
 // unlocated to diags.
 bool config_from_environment(Config& config, lang::Diagnostics& diags);
 
