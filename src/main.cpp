@@ -9,10 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <optional>
 #include <regex>
-#include <sstream>
 
 #include "bpf/bpf.h"
 #include "driver/driver.h"
@@ -163,26 +161,23 @@ std::optional<int> set_mode(Cli& cli, std::string_view mode, bool alias) {
   return 1;
 }
 
+// "-" is standard input. (No iostreams: their start-up, the standard
+// streams and the locale's facets, costs pages of memory at every start.)
 bool read_file(const std::string& path, std::string& out) {
-  if (path == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    out = ss.str();
-    return true;
-  }
+  const bool in = path == "-";
   // Read in place: a folded file for `render` may be tens of megabytes.
-  FILE* f = fopen(path.c_str(), "rb");
+  FILE* f = in ? stdin : fopen(path.c_str(), "rb");
   if (!f) return false;
   out.clear();
   char buf[1 << 16];
   size_t n;
-  if (fseek(f, 0, SEEK_END) == 0) {
+  if (!in && fseek(f, 0, SEEK_END) == 0) {
     if (long size = ftell(f); size > 0) out.reserve(static_cast<size_t>(size));
     rewind(f);
   }
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   const bool ok = !ferror(f);
-  fclose(f);
+  if (!in) fclose(f);
   if (!ok) errno = EIO;
   return ok;
 }

@@ -175,9 +175,10 @@ bool config_from_environment(Config& config, lang::Diagnostics& diags) {
   const auto count = [&](const char* key, const char* name, const char* old_name, uint32_t& to) {
     const char* v = getenv(name);
     if (!v) v = getenv(old_name);
-    auto n = v ? number(v) : std::nullopt;
-    if (!n || *n == 0 || *n > UINT32_MAX) return;
-    to = static_cast<uint32_t>(*n);
+    if (!v) return;
+    uint64_t n = number(v).value_or(0);
+    if (n == 0 || n > UINT32_MAX) return;
+    to = static_cast<uint32_t>(n);
     config.from_environment.insert(key);
   };
   count("max_strlen", "BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN", config.max_strlen);
