@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "bpf/bpf.h"
+#include "cookbook/cookbook.h"
 #include "driver/driver.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
@@ -106,6 +107,9 @@ OPTIONS:
     --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
+    --examples [TOPIC]
+                   the one-liners of BPF Performance Tools ch. 9 and 10 as they run here, in bcc's
+                   and bpftrace's forms (TOPIC: disk, net, or an entry's id; docs/one-liners.md)
     -h, --help     this help
     -V, --version  the version
 
@@ -748,6 +752,9 @@ int main(int argc, char** argv) {
   // the tool's name; the words after it are the tool's (tools/NAME.bt's
   // header), and a tool file given by path is run the same way.
   std::optional<tools::Tool> tool;
+  // The cookbook (src/cookbook/cookbook.h): `bpfscope --examples [TOPIC]`.
+  if (argc >= 2 && argc <= 3 && strcmp(argv[1], "--examples") == 0)
+    return cookbook::print_examples(argc == 3 ? argv[2] : "", stdout, stderr);
   int tool_at = first_word(argc, argv);
   if (tool_at) {
     std::string_view word = argv[tool_at];
