@@ -19,14 +19,14 @@ struct Replacement {
 };
 
 struct Entry {
-  std::string id;        // "net-11"
-  std::string topic;     // "net"
-  std::string question;  // "TCP send bytes as a histogram"
+  std::string id;                 // "net-11"
+  std::string topic;              // "net"
+  std::string question;           // "TCP send bytes as a histogram"
   std::vector<std::string> book;  // the book's commands: "10.t11 `bpftrace -e '...'`"
-  std::string bcc;       // "bpfscope argdist -H '...'" ("" when the book's tools have no form)
-  std::string bpftrace;  // "bpfscope -e '...'"
-  std::string differs;   // how it differs from the book's kprobe version ("" for none)
-  std::string untested;  // why the test machine does not run it ("" when it does)
+  std::string bcc;                // "bpfscope argdist -H '...'" ("" when the book's tools have no form)
+  std::string bpftrace;           // "bpfscope -e '...'"
+  std::string differs;            // how it differs from the book's kprobe version ("" for none)
+  std::string untested;           // why the test machine does not run it ("" when it does)
   std::vector<Replacement> kernel;
 };
 

@@ -536,9 +536,8 @@ class Session {
     const auto use = [](const std::string& probe) { return Alternative{fmt::format("use {} instead", probe), probe}; };
     const auto from_table = [](const cookbook::Found& f) {
       const std::string& probe = f.replacement->probe;
-      return Alternative{fmt::format("use {} instead ({}: bpfscope --examples {})", probe, f.entry->question,
-                                     f.entry->id),
-                         probe};
+      return Alternative{
+          fmt::format("use {} instead ({}: bpfscope --examples {})", probe, f.entry->question, f.entry->id), probe};
     };
     const std::string& name = u.targets[0].name;
     auto colon = name.rfind(':');

@@ -33,8 +33,9 @@ TEST(Cookbook, ParseErrorsNameTheLine) {
   EXPECT_EQ(parse("## disk: Disks\n### d-1: q\n- bcc: funccount x\n").error, "line 3: bad `bcc` line");
   EXPECT_EQ(parse("## disk: Disks\n### d-1: q\n- kernel: `f` `p`\n").error, "line 3: bad `kernel` line");
   EXPECT_EQ(parse("## disk: Disks\n### d-1: q\n").error, "entry d-1 has no command");
-  auto ok = parse("intro\n- prose\n## disk: Disks\n### d-1: q\n- bpftrace: `bpfscope -e 'BEGIN {}'`\n"
-                  "- kernel: `f*` -> `tracepoint:a:b`\n");
+  auto ok = parse(
+      "intro\n- prose\n## disk: Disks\n### d-1: q\n- bpftrace: `bpfscope -e 'BEGIN {}'`\n"
+      "- kernel: `f*` -> `tracepoint:a:b`\n");
   ASSERT_EQ(ok.error, "");
   ASSERT_EQ(ok.book.entries.size(), 1u);
   EXPECT_EQ(ok.book.entries[0].bpftrace, "bpfscope -e 'BEGIN {}'");

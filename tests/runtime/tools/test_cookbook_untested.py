@@ -119,6 +119,21 @@ class CookbookUntestedTest(unittest.TestCase):
                 continue  # the hardware's driver is here
             self.assertRegex(r.stderr, r"(match(es)? nothing|No matches for tracepoint)", r.stderr)
 
+    def test_every_command_as_written_compiles_and_loads(self):
+        # The runs of test_cookbook_disk/net add -f json; here each command
+        # exactly as printed (--dry-run: compiled and loaded, not attached).
+        tools = subprocess.run([BPFSCOPE, "tools"], capture_output=True, text=True, timeout=60).stdout
+        have_trace = any(l.split()[:1] == ["trace"] for l in tools.splitlines())
+        for eid, e in E.items():
+            if e["untested"]:
+                continue
+            for form in ("bcc", "bpftrace"):
+                if not e[form] or (e[form].startswith("bpfscope trace ") and not have_trace):
+                    continue
+                with self.subTest(entry=eid, form=form):
+                    r = subprocess.run(argv(e[form], "--dry-run"), capture_output=True, text=True, timeout=60)
+                    self.assertEqual(r.returncode, 0, (e[form], r.stderr))
+
     def test_every_entry_has_a_test(self):
         tested = set()
         for name in ("test_cookbook_disk.py", "test_cookbook_net.py"):
