@@ -50,13 +50,14 @@ def argv(command, *extra):
 
 
 class Result:
-    """A run's maps as printed last ({"@name": value}), printf lines, and
+    """A run's maps as printed last ({"@name": value}), printf lines, a
+    tool's events (trace: {"pid", ..., "msg"}), and
     what argdist printed each interval summed up: `hists` ({"@expr":
     buckets}) and `counts` ({value: count}, a -C table's events)."""
 
     def __init__(self, run):
         self.run = run
-        self.maps, self.printf, self.hists, self.counts = {}, [], {}, {}
+        self.maps, self.printf, self.events, self.hists, self.counts = {}, [], [], {}, {}
         for line in run.lines:
             try:
                 msg = json.loads(line)
@@ -70,6 +71,8 @@ class Result:
                         self.hists[name] = add_buckets(self.hists.get(name, []), buckets)
             elif msg.get("type") == "printf":
                 self.printf.append(msg["data"])
+            elif msg.get("type") == "event":
+                self.events.append(msg["data"])
             elif msg.get("type") == "table":
                 for row in msg["data"]:
                     # argdist: {"count", "event": {"EXPR": value}}; funccount: {"func", "count"}.

@@ -5,11 +5,12 @@ I/O. The one-liners trace every disk, so a count is at least the test's, and
 where the kernel's own counter of the device (/sys/block/loopN/stat) says
 how many requests it completed, that is what the test checks."""
 import errno
+import subprocess
 import unittest
 
 from blockio import Completed, LoopDev
 from cookbook import entries, hist_total, keyed, run_json
-from toolrun import mount_tracefs
+from toolrun import BPFSCOPE, mount_tracefs
 
 E = entries()
 N = 24  # direct writes per run
@@ -85,7 +86,20 @@ class CookbookDiskTest(unittest.TestCase):
         mine = [l for l in r.printf if l.startswith("dev %d type " % ((maj << 20) | mnr))]
         self.assertEqual(len(mine), len(failed) - r.run.missed(), r)
         self.assertEqual(mine[0], "dev %d type WS error -28\n" % ((maj << 20) | mnr), r)
-        # The bcc form needs the trace tool (not tested here yet).
+
+    def test_disk_6_trace(self):
+        # bcc's form: the trace tool, one event per failed request.
+        tools = subprocess.run([BPFSCOPE, "tools"], capture_output=True, text=True, timeout=60).stdout
+        if not any(l.split()[:1] == ["trace"] for l in tools.splitlines()):
+            self.skipTest("no trace tool in this build")
+        with LoopDev(mb=8, full_after_kb=1024) as dev:
+            devno = "%d" % ((dev.devno()[0] << 20) | dev.devno()[1])
+            failed = []
+            r = run_json(E["disk-6"]["bcc"], lambda: failed.extend(dev.failed_io(range(268), bs=4096, write=True)))
+        self.assertGreaterEqual(len(failed), 12)
+        mine = [ev["msg"] for ev in r.events if ev["msg"].startswith("dev %s type " % devno)]
+        self.assertEqual(len(mine), len(failed) - r.run.missed(), r)
+        self.assertEqual(mine[0], "dev %s type WS error -28" % devno, r)
 
     def test_disk_7(self):
         # Buffered writes of a file on the loop device's file system, then
