@@ -748,13 +748,16 @@ int main(int argc, char** argv) {
       {"version", no_argument, nullptr, 'V'},       {"list", no_argument, nullptr, 'l'},
       {nullptr, 0, nullptr, 0},
   };
+  // The cookbook (src/cookbook/cookbook.h): `bpfscope --examples [TOPIC]`.
+  if (argc >= 2 && strcmp(argv[1], "--examples") == 0) {
+    if (argc <= 3) return cookbook::print_examples(argc == 3 ? argv[2] : "", stdout, stderr);
+    fmt::print(stderr, "ERROR: --examples takes one topic or entry at most\n");
+    return 1;
+  }
   // `bpfscope [options] TOOL [tool options]`: the global options come before
   // the tool's name; the words after it are the tool's (tools/NAME.bt's
   // header), and a tool file given by path is run the same way.
   std::optional<tools::Tool> tool;
-  // The cookbook (src/cookbook/cookbook.h): `bpfscope --examples [TOPIC]`.
-  if (argc >= 2 && argc <= 3 && strcmp(argv[1], "--examples") == 0)
-    return cookbook::print_examples(argc == 3 ? argv[2] : "", stdout, stderr);
   int tool_at = first_word(argc, argv);
   if (tool_at) {
     std::string_view word = argv[tool_at];
