@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "bpf/bpf.h"
+#include "cookbook/cookbook.h"
 #include "driver/driver.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
@@ -104,6 +105,9 @@ OPTIONS:
     --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
+    --examples [TOPIC]
+                   the one-liners of BPF Performance Tools ch. 9 and 10 as they run here, in bcc's
+                   and bpftrace's forms (TOPIC: disk, net, or an entry's id; docs/one-liners.md)
     -h, --help     this help
     -V, --version  the version
 
@@ -739,6 +743,12 @@ int main(int argc, char** argv) {
       {"version", no_argument, nullptr, 'V'},       {"list", no_argument, nullptr, 'l'},
       {nullptr, 0, nullptr, 0},
   };
+  // The cookbook (src/cookbook/cookbook.h): `bpfscope --examples [TOPIC]`.
+  if (argc >= 2 && strcmp(argv[1], "--examples") == 0) {
+    if (argc <= 3) return cookbook::print_examples(argc == 3 ? argv[2] : "", stdout, stderr);
+    fmt::print(stderr, "ERROR: --examples takes one topic or entry at most\n");
+    return 1;
+  }
   // `bpfscope [options] TOOL [tool options]`: the global options come before
   // the tool's name; the words after it are the tool's (tools/NAME.bt's
   // header), and a tool file given by path is run the same way.

@@ -26,6 +26,7 @@
 
 #include "bpf/bpf.h"
 #include "bpf/libbpf_bpf.h"
+#include "cookbook/cookbook.h"
 #include "lang/diagnostics.h"
 #include "runtime/maps.h"
 #include "runtime/metrics.h"
@@ -520,22 +521,42 @@ class Session {
     return 0;
   }
 
-  // A tracepoint covering the same event, for the kprobe/fentry error: the
-  // hint for a script ("use tracepoint:tcp:tcp_retransmit_skb instead"), and
-  // the attach point that a tool's argument could be instead ("" when the
-  // hint names none).
+  // A probe carrying the same data, for the kprobe/fentry error: the hint
+  // for a script ("use tracepoint:sock:sock_send_length instead (...)"),
+  // and the attach point that a tool's argument could be instead ("" when
+  // the hint names none). In order: the cookbook's table naming the function
+  // (docs/one-liners.md, `kernel:` lines), a tracepoint of the same name, a
+  // glob of the table matching it, the system call, the tracepoint category
+  // of its prefix. Every tracepoint named matches something on this kernel.
   struct Alternative {
     std::string hint;
     std::string probe;
   };
   static Alternative alternative(const sema::ProgramUnit& u) {
     const auto use = [](const std::string& probe) { return Alternative{fmt::format("use {} instead", probe), probe}; };
+    const auto from_table = [](const cookbook::Found& f) {
+      const std::string& probe = f.replacement->probe;
+      return Alternative{
+          fmt::format("use {} instead ({}: bpfscope --examples {})", probe, f.entry->question, f.entry->id), probe};
+    };
     const std::string& name = u.targets[0].name;
     auto colon = name.rfind(':');
-    std::string fn = colon == std::string::npos ? name : name.substr(colon + 1);
+    const std::string pattern = colon == std::string::npos ? name : name.substr(colon + 1);
+    std::string fn = pattern;
     while (!fn.empty() && (fn.back() == '*' || fn.back() == '?')) fn.pop_back();
+    // The table's exact line ("tcp_sendmsg", "udp*_sendmsg"; "udp*" finds
+    // "udp_*").
+    const auto table = [](std::string_view function, bool exact) {
+      cookbook::Found f = cookbook::find_replacement(function);
+      if (!f.replacement || (exact && f.replacement->function != function) || !probe_exists(f.replacement->probe))
+        return cookbook::Found{nullptr, nullptr};
+      return f;
+    };
+    for (const std::string& key : {pattern, fn + "_*"})
+      if (auto f = table(key, true); f.replacement) return from_table(f);
     // A tracepoint named like the function (tcp_retransmit_skb).
     if (auto same = bpf::list_tracepoints("*", fn); same && !same->empty()) return use("tracepoint:" + same->front());
+    if (auto f = table(pattern, false); f.replacement) return from_table(f);
     for (std::string_view prefix : {"__x64_sys_", "__arm64_sys_", "__se_sys_", "ksys_", "sys_", "do_sys_", "vfs_", "do_"}) {
       if (fn.rfind(prefix, 0) == 0) {
         fn = fn.substr(prefix.size());
@@ -545,23 +566,22 @@ class Session {
     bool ret = u.kind == sema::ProbeKind::Kretprobe || u.kind == sema::ProbeKind::Fexit;
     std::string tp = fmt::format("sys_{}_{}", ret ? "exit" : "enter", fn);
     if (bpf::read_tracepoint_format("syscalls", tp)) return use("tracepoint:syscalls:" + tp);
-    const auto category = [](const std::string& c) {
-      auto in = bpf::list_tracepoints(c, "*");
-      return in && !in->empty();
-    };
-    if (fn.find("tcp") != std::string::npos || fn.find("inet") != std::string::npos) {
-      // Counting TCP functions (funccount 'tcp*'): the tcp:* tracepoints;
-      // a socket's state changes: sock:inet_sock_set_state.
-      std::string probe = fn.find("tcp") != std::string::npos && category("tcp") ? "tracepoint:tcp:*"
-                                                                                 : "tracepoint:sock:inet_sock_set_state";
-      return {"use tracepoint:sock:inet_sock_set_state or the tcp:* tracepoints instead", probe};
-    }
-    if (fn.find("blk") != std::string::npos || fn.find("bio") != std::string::npos)
-      return {"use the block:* tracepoints instead", "tracepoint:block:*"};
     // A tracepoint category named like the function's prefix (ext4_*, xfs_*).
-    if (std::string area = fn.substr(0, fn.find('_')); !area.empty() && category(area))
+    if (std::string area = fn.substr(0, fn.find('_')); !area.empty() && probe_exists("tracepoint:" + area + ":*"))
       return {fmt::format("use the tracepoint:{}:* tracepoints instead", area), fmt::format("tracepoint:{}:*", area)};
     return {"use a tracepoint (bpfscope -l 'tracepoint:*') or a uprobe instead", ""};
+  }
+
+  // Whether a hint's probe matches something here: a tracepoint glob
+  // (tracepoint:CATEGORY:EVENT) some event matches; other kinds are taken
+  // as they are.
+  static bool probe_exists(std::string_view probe) {
+    if (!probe.starts_with("tracepoint:")) return true;
+    probe.remove_prefix(11);
+    auto colon = probe.find(':');
+    if (colon == std::string_view::npos) return false;
+    auto found = bpf::list_tracepoints(probe.substr(0, colon), probe.substr(colon + 1));
+    return found && !found->empty();
   }
 
   // The ring buffer's bytes: kStreamingRingbuf when probes other than
