@@ -10,7 +10,6 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "bpfscope maintainers <dev@bpfscope.example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "eBPF tracer for bpftrace programs, compiled without LLVM")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "eBPF tracer for bpftrace programs, compiled without LLVM\n"
     "bpfscope runs programs written in bpftrace's language: it compiles them\n"
     "straight to BPF bytecode, with no LLVM or clang, loads them through libbpf\n"
     "and prints what bpftrace prints. It carries packaged tools (tcplife,\n"
@@ -28,4 +27,21 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
     OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# Debian's changelog.gz beside the copyright (lintian): one entry for the
+# version, dated at configure time (SOURCE_DATE_EPOCH when set).
+string(TIMESTAMP changelog_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+file(WRITE ${CMAKE_BINARY_DIR}/package/changelog
+     "bpfscope (${PROJECT_VERSION}) unstable; urgency=medium\n\n"
+     "  * bpfscope ${PROJECT_VERSION}: see README.md for what works.\n\n"
+     " -- ${CPACK_PACKAGE_CONTACT}  ${changelog_date}\n")
+execute_process(COMMAND ${GZIP} -9nf ${CMAKE_BINARY_DIR}/package/changelog)
+install(FILES ${CMAKE_BINARY_DIR}/package/changelog.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The statically linked zlib, said to lintian (packaging/lintian-overrides).
+if(BPFSCOPE_STATIC_DEPS)
+  install(CODE "
+    if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
+      file(INSTALL \"${CMAKE_SOURCE_DIR}/packaging/lintian-overrides\" DESTINATION \"\${CMAKE_INSTALL_PREFIX}/share/lintian/overrides\"
+           RENAME bpfscope)
+    endif()")
+endif()
 include(CPack)
