@@ -117,8 +117,8 @@ OPTIONS:
     --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
     --info         what this kernel supports (probe types, map types, helpers), found by trying
-    -h, --help     this help
-    -V, --version  the version
+    -h, --help     this help (installed: man bpfscope, and man TOOL for a tool)
+    -V, --version  the version and the git revision it was built from
 
 ENVIRONMENT:
     BPFTRACE_MAX_STRLEN   string capacity in bytes (default 1024)
