@@ -301,7 +301,7 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
     }
     case 'h': fmt::print("{}", kUsage); return 0;
     case 'V':
-      fmt::print("{} (git {}{}{})\n", kVersion, kGitRevision, *kGitDate ? ", " : "", kGitDate);
+      fmt::print("{} (git {}, {})\n", kVersion, kGitRevision, kGitDate);
       return 0;
     case kDryRun: cli.run.dry_run = true; break;
     case kMode: return set_mode(cli, arg, false);
