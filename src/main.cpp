@@ -32,9 +32,11 @@ constexpr const char* kVersion = "bpfscope v" BPFSCOPE_VERSION;
 // bpfscope(8)'s NAME line and DESCRIPTION; the rest of the page is kUsage
 // (`bpfscope --man`, run by the build).
 constexpr const char* kAbout = "trace the kernel and programs with bpftrace programs, compiled to BPF without LLVM";
-constexpr const char* kDescription = R"(bpfscope runs programs written in bpftrace's language: it compiles them straight to BPF bytecode, with no LLVM or clang, loads them through libbpf and prints what bpftrace prints.
-
-It also carries packaged tools (tcplife, biolatency, runqlat...), each with a man page of its own, and can serve a program's maps as Prometheus metrics, draw flame graphs and heat maps, and print a recording again.)";
+constexpr const char* kDescription =
+    "bpfscope runs programs written in bpftrace's language: it compiles them straight to BPF bytecode, with no LLVM "
+    "or clang, loads them through libbpf and prints what bpftrace prints.\n\n"
+    "It also carries packaged tools (tcplife, biolatency, runqlat...), each with a man page of its own, and can serve "
+    "a program's maps as Prometheus metrics, draw flame graphs and heat maps, and print a recording again.";
 
 constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] filename [args...]
@@ -300,9 +302,7 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       break;
     }
     case 'h': fmt::print("{}", kUsage); return 0;
-    case 'V':
-      fmt::print("{} (git {}, {})\n", kVersion, kGitRevision, kGitDate);
-      return 0;
+    case 'V': fmt::print("{} (git {}, {})\n", kVersion, kGitRevision, kGitDate); return 0;
     case kDryRun: cli.run.dry_run = true; break;
     case kMode: return set_mode(cli, arg, false);
     case kBench: return set_mode(cli, "bench", true);

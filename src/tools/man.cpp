@@ -18,9 +18,12 @@ namespace {
 std::string esc(std::string_view text) {
   std::string s;
   for (char c : text) {
-    if (c == '\\') s += "\\e";
-    else if (c == '-') s += "\\-";
-    else s += c;
+    if (c == '\\')
+      s += "\\e";
+    else if (c == '-')
+      s += "\\-";
+    else
+      s += c;
   }
   if (!s.empty() && (s[0] == '.' || s[0] == '\'')) s.insert(0, "\\&");
   return s;
@@ -203,8 +206,10 @@ std::string program_man_page(std::string_view help, std::string_view about, std:
   // The sections of --help: "NAME:" at the margin, then indented lines.
   std::vector<std::pair<std::string_view, std::vector<std::string_view>>> sections;
   for (auto l : lines_of(help)) {
-    if (!l.empty() && l[0] != ' ' && l.ends_with(':')) sections.push_back({l.substr(0, l.size() - 1), {}});
-    else if (!sections.empty()) sections.back().second.push_back(l);
+    if (!l.empty() && l[0] != ' ' && l.ends_with(':'))
+      sections.push_back({l.substr(0, l.size() - 1), {}});
+    else if (!sections.empty())
+      sections.back().second.push_back(l);
   }
   std::string body;
   for (const auto& [name, lines] : sections) {
