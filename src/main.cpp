@@ -18,12 +18,24 @@
 #include "lang/lang.h"
 #include "runtime/runtime.h"
 #include "tools/tools.h"
+#include "version.h"
 
 namespace {
 
 using namespace bpfscope;
 
-constexpr const char* kVersion = "bpfscope " BPFSCOPE_VERSION;
+// "bpfscope v0.1.0", as bpftrace prints "bpftrace v0.24.0", then the git
+// revision of the build (src/version.h).
+constexpr const char* kVersion = "bpfscope v" BPFSCOPE_VERSION;
+
+// bpfscope(8)'s NAME line and DESCRIPTION; the rest of the page is kUsage
+// (`bpfscope --man`, run by the build).
+constexpr const char* kAbout = "trace the kernel and programs with bpftrace programs, compiled to BPF without LLVM";
+constexpr const char* kDescription =
+    "bpfscope runs programs written in bpftrace's language: it compiles them straight to BPF bytecode, with no LLVM "
+    "or clang, loads them through libbpf and prints what bpftrace prints.\n\n"
+    "It also carries packaged tools (tcplife, biolatency, runqlat...), each with a man page of its own, and can serve "
+    "a program's maps as Prometheus metrics, draw flame graphs and heat maps, and print a recording again.";
 
 constexpr const char* kUsage = R"(USAGE:
     bpfscope [options] filename [args...]
@@ -100,7 +112,8 @@ OPTIONS:
     --prometheus-token FILE
                    every request to the endpoint must carry "Authorization: Bearer TOKEN",
                    TOKEN being what FILE holds
-    --max-series N series a page serves at most (default 10000; a hist() key is 68 of them):
+    --max-series N
+                   series a page serves at most (default 10000; a hist() key is 68 of them):
                    the maps' keys past it fold into one series per map labelled other="true"
     --title TEXT   the flame graph's or heat map's title
     --inverted     the flame graph upside down (an icicle graph: the root at the top)
@@ -108,8 +121,8 @@ OPTIONS:
     --examples [TOPIC]
                    the one-liners of BPF Performance Tools ch. 9 and 10 as they run here, in bcc's
                    and bpftrace's forms (TOPIC: disk, net, or an entry's id; docs/one-liners.md)
-    -h, --help     this help
-    -V, --version  the version
+    -h, --help     this help (installed: man bpfscope, and man TOOL for a tool)
+    -V, --version  the version and the git revision it was built from
 
 ENVIRONMENT:
     BPFTRACE_MAX_STRLEN   string capacity in bytes (default 1024)
@@ -288,7 +301,7 @@ std::optional<int> apply_option(Cli& cli, int c, const char* arg, bool& want_lis
       break;
     }
     case 'h': fmt::print("{}", kUsage); return 0;
-    case 'V': fmt::print("{}\n", kVersion); return 0;
+    case 'V': fmt::print("{} (git {}, {})\n", kVersion, kGitRevision, kGitDate); return 0;
     case kDryRun: cli.run.dry_run = true; break;
     case kMode: return set_mode(cli, arg, false);
     case kBench: return set_mode(cli, "bench", true);
@@ -726,6 +739,20 @@ int serve(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `bpfscope --man [TOOL]`: the man page, for the build (CMakeLists.txt).
+  if (argc >= 2 && argc <= 3 && strcmp(argv[1], "--man") == 0) {
+    if (argc == 2) {
+      fmt::print("{}", tools::program_man_page(kUsage, kAbout, kDescription, BPFSCOPE_VERSION, kGitDate));
+      return 0;
+    }
+    const tools::Tool* t = tools::find(argv[2]);
+    if (!t) {
+      fmt::print(stderr, "ERROR: --man: no tool {}\n", argv[2]);
+      return 1;
+    }
+    fmt::print("{}", tools::man_page(*t, BPFSCOPE_VERSION, kGitDate));
+    return 0;
+  }
   Cli cli;
   static const option longopts[] = {
       {"dry-run", no_argument, nullptr, kDryRun},   {"unsafe", no_argument, nullptr, kUnsafe},

@@ -1,6 +1,6 @@
 // Reading a tool file's header: the leading `//` lines with the keys
-// tool:, about:, option:, arg:, example:, note:, percentiles: and
-// flamegraph: (tools/README.md).
+// tool:, about:, option:, arg:, example:, note:, column:, percentiles:,
+// metric: and flamegraph: (tools/README.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -276,6 +276,11 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
       t.examples.emplace_back(value);
     } else if (key == "note") {
       t.notes.emplace_back(value);
+    } else if (key == "column") {
+      std::string_view rest = value;
+      std::string_view name = next_word(rest);
+      if (name.empty() || trim(rest).empty()) return fail("column: NAME TEXT");
+      t.columns.emplace_back(name, trim(rest));
     } else if (key == "percentiles") {
       if (value != "yes" && value != "no") return fail("percentiles: yes or no");
       t.percentiles = value == "yes";

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lang/lang.h"
@@ -84,6 +85,8 @@ struct Tool {
   std::vector<ArgSpec> args;
   std::vector<std::string> examples;  // "tcplife -p 1215   # only trace PID 1215"
   std::vector<std::string> notes;     // extra paragraphs of the help text
+  // "// column: NAME TEXT": what a column of its output holds (its man page's COLUMNS).
+  std::vector<std::pair<std::string, std::string>> columns;
   bool percentiles = false;           // "// percentiles: yes": histograms show estimated percentiles
   // "// flamegraph: KIND [UNIT]": how --flamegraph draws its stacks (and
   // -f folded lays out an off-wake key): cpu, offcpu or offwake colours and
@@ -160,6 +163,17 @@ std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const
 
 // The tool's -h text, in libbpf-tools' layout.
 std::string usage(const Tool& tool);
+
+// The tool's man page (roff, section 8), from its header: synopsis,
+// description (the notes), arguments, options, columns, metrics, examples.
+std::string man_page(const Tool& tool, std::string_view version, std::string_view date);
+
+// bpfscope(8) (roff) from the text of `bpfscope --help` (its USAGE, OPTIONS,
+// ENVIRONMENT and EXAMPLES sections), with `about` as the NAME line and
+// `description` (paragraphs separated by empty lines) as the DESCRIPTION,
+// and a list of the tools.
+std::string program_man_page(std::string_view help, std::string_view about, std::string_view description,
+                             std::string_view version, std::string_view date);
 
 // The one-line usage synopsis ("USAGE: tcplife [-h] [-p PID] [-4] ...").
 std::string synopsis(const Tool& tool);

@@ -20,6 +20,8 @@ const char* kHeader = R"(#!/usr/bin/env bpfscope
 // arg: interval (int, default 99999999, min 1) Output interval, in seconds
 // arg: count (int, default 99999999) Number of outputs
 // example: demo -p 1   # pid 1 only
+// column: PID The process
+// column: LAT(ms) Its latency, in ms
 // note: Extra words.
 //
 // Plain comment lines are prose.
@@ -66,6 +68,9 @@ TEST(Tools, ParsesHeader) {
   EXPECT_EQ(t.args[1].range.min, std::nullopt);
   EXPECT_EQ(t.examples.size(), 1u);
   EXPECT_EQ(t.notes, std::vector<std::string>{"Extra words."});
+  ASSERT_EQ(t.columns.size(), 2u);
+  EXPECT_EQ(t.columns[1].first, "LAT(ms)");
+  EXPECT_EQ(t.columns[1].second, "Its latency, in ms");
   EXPECT_TRUE(has_header(kHeader));
   EXPECT_FALSE(has_header("// a script\nBEGIN {}\n"));
 }
@@ -229,6 +234,71 @@ TEST(Tools, Usage) {
   // "// percentiles: yes" says so in the help.
   EXPECT_NE(usage(*find("biolatency")).find("\nEach histogram is followed by its estimated p50, p90, p99 and p99.9,"),
             std::string::npos);
+}
+
+// A tool's man page is its header in roff: options, columns, examples run
+// through bpfscope, hyphens as minus signs.
+TEST(Tools, ManPage) {
+  std::string m = man_page(demo(), "1.2.3", "2026-01-02");
+  EXPECT_TRUE(m.starts_with(".TH \"DEMO\" 8 \"2026-01-02\" \"bpfscope 1.2.3\" \"bpfscope tools\"\n")) << m;
+  EXPECT_NE(m.find(".SH NAME\ndemo \\- A demo tool.\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".TP\n\\fB\\-p\\fR, \\fB\\-\\-pid\\fR \\fIPID\\fR\nProcess ID to trace\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".SH COLUMNS\n.TP\n.B PID\nThe process\n.TP\n.B LAT(ms)\nIts latency, in ms\n"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find(".SH EXAMPLES\n.TP\n.B bpfscope demo \\-p 1\npid 1 only\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".I interval\nOutput interval, in seconds (default 99999999)\n"), std::string::npos) << m;
+  // Every line is text or a request of man(7).
+  for (size_t pos = 0; pos < m.size();) {
+    size_t nl = m.find('\n', pos);
+    std::string_view line(m.data() + pos, nl - pos);
+    if (line.starts_with(".")) {
+      EXPECT_TRUE(line.size() > 1 && isupper(static_cast<unsigned char>(line[1]))) << line;
+    }
+    EXPECT_FALSE(line.starts_with("'")) << line;
+    pos = nl + 1;
+  }
+}
+
+// bpfscope(8) from a --help text: its sections, and its entries as tagged
+// paragraphs, however the description column is reached.
+TEST(Tools, ProgramManPage) {
+  const char* help = R"(USAGE:
+    bpfscope [options] file
+    bpfscope tools                 (list)
+
+OPTIONS:
+    -e PROGRAM     the program to run
+    -o, --output FILE
+                   write the output
+                   to FILE
+    --max-series N series at most
+    --probe-filter REGEX
+                   attach only these
+
+ENVIRONMENT:
+    BPFTRACE_MAX_STRLEN   string capacity
+    BPFTRACE_MAX_CAT_BYTES bytes cat() prints
+    BPFTRACE_A, BPFTRACE_B
+                          as the config keys
+
+EXAMPLES:
+    bpfscope -e 'BEGIN { exit(); }'
+)";
+  std::string m = program_man_page(help, "a tracer", "First.\n\nSecond.", "1.2.3", "");
+  EXPECT_NE(m.find(".SH NAME\nbpfscope \\- a tracer\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".SH SYNOPSIS\n.RS 4\n.nf\nbpfscope [options] file\nbpfscope tools                 (list)\n.fi\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(".SH DESCRIPTION\nFirst.\n.PP\nSecond.\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".TP\n\\fB\\-e PROGRAM\\fR\nthe program to run\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".TP\n\\fB\\-o, \\-\\-output FILE\\fR\nwrite the output\nto FILE\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".TP\n\\fB\\-\\-max\\-series N\\fR\nseries at most\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".TP\n\\fB\\-\\-probe\\-filter REGEX\\fR\nattach only these\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".SH ENVIRONMENT\n.TP\n\\fBBPFTRACE_MAX_STRLEN\\fR\nstring capacity\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".TP\n\\fBBPFTRACE_MAX_CAT_BYTES\\fR\nbytes cat() prints\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".SH EXAMPLES\n.RS 4\n.nf\nbpfscope \\-e 'BEGIN"), std::string::npos) << m;
+  EXPECT_NE(m.find(".SH TOOLS\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(".BR tcplife (8)\nTrace the lifespan of TCP sessions and summarize.\n"), std::string::npos) << m;
 }
 
 // bcc's probe specifier, cut into the parts a script splices.
