@@ -346,11 +346,6 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
     }
     text_name = e.field_names[0];
     names.assign(e.field_names.begin() + 1, e.field_names.end());
-    for (const auto& n : names)
-      if (!n.empty() && n == text_name) {
-        error(e.loc, fmt::format("printf: the name \"{}\" is given twice", n));
-        return Type::none();
-      }
   }
   auto parsed = output::parse_printf(f.sval);
   if (auto* msg = std::get_if<std::string>(&parsed)) {

@@ -168,8 +168,7 @@ std::string parse_arg(std::string_view line, ArgSpec& a) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     std::vector<std::string> choices;
-    if (auto err =
-            parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value, a.range, &a.repeated);
+    if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value, a.range, &a.repeated);
         !err.empty())
       return err;
     if (a.kind != ValueKind::Int && a.kind != ValueKind::Str && a.kind != ValueKind::Probe &&

@@ -371,7 +371,8 @@ std::optional<lang::SplicedValue> trace_specifier(const std::string& option, con
       if (type == "p") v.aliases.emplace_back(pname, fmt::format("arg{}", k));
       else
         v.aliases.emplace_back(
-            pname, fmt::format("!{}: a function's arguments are known at its entry (p:), not at its return (r:)", pname));
+            pname,
+            fmt::format("!{}: a function's arguments are known at its entry (p:), not at its return (r:)", pname));
     }
   }
   // bcc counts the arguments from 1, bpftrace from 0.
@@ -434,8 +435,8 @@ std::optional<lang::SplicedValue> trace_specifier(const std::string& option, con
   }
   message.text = out;
   v.parts.push_back(message);
-  v.parts.push_back({.name = option + ".formatted", .kind = lang::SplicedPart::Kind::Integer,
-                     .number = action ? 1 : 0});
+  v.parts.push_back(
+      {.name = option + ".formatted", .kind = lang::SplicedPart::Kind::Integer, .number = action ? 1 : 0});
   return v;
 }
 

@@ -66,7 +66,7 @@ struct OptionSpec {
 // trace's `probe [probe ...]`), and is the last argument.
 struct ArgSpec {
   std::string name;
-  ValueKind kind = ValueKind::Int;  // Int, Str, Probe, Expr, Spec or Trace
+  ValueKind kind = ValueKind::Int;           // Int, Str, Probe, Expr, Spec or Trace
   std::optional<std::string> default_value;  // none: the argument is required
   IntRange range;                            // Int
   bool repeated = false;

@@ -686,7 +686,7 @@ TEST(Sema, PrintfNamedArguments) {
       {"BEGIN { print(a=1); }", "stdin:1:9-19: ERROR: only printf() takes named arguments"},
       {"BEGIN { errorf(\"%d\", a=1); }", "stdin:1:9-26: ERROR: only printf() takes named arguments"},
       {"BEGIN { printf(\"%*d\", w=1, 2); }", "stdin:1:25-26: ERROR: printf: a * width or precision cannot be named"},
-      {"BEGIN { printf(f=\"%d\", f=1); }", "printf: the name \"f\" is given twice"},
+      {"BEGIN { printf(f=\"%d\", f=1); }", "Duplicate argument name: f"},
       {"BEGIN { system(f=\"true\"); }", "only printf() takes named arguments"},
       {"BEGIN { printf(\"%d\", a=\"s\"); }", "printf: %d specifier expects a value of type integer"},
   });
