@@ -152,6 +152,24 @@ class TraceTest(unittest.TestCase):
         for row in run.lines[1:]:
             self.assertRegex(row, r"^\d\.\d{6} \d+ +\d+ +usdt_target +bpfscope_test:tick +$", run)
 
+    def test_name_and_uid_filters(self):
+        # -n keeps the processes whose name contains the text: the USDT
+        # helper's ticks, not the uprobe helper's work() calls.
+        p = start_tool(["trace", "-n", "sdt_targ", "--uid", str(os.getuid()),
+                        "u:%s:tick \"%%d\", arg1" % USDT, "%s:work \"%%d\", arg1" % UPROBE])
+        try:
+            subprocess.run([UPROBE, "3"], check=True, timeout=15)
+            subprocess.run([USDT, "3"], check=True, stdout=subprocess.DEVNULL, timeout=15)
+            import time
+            time.sleep(0.5)
+        finally:
+            p.stop()
+        run = p.finish()
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual([(c, m) for _, _, c, m in events(run, "tick")], [("usdt_target", str(i)) for i in range(3)],
+                         run)
+        self.assertEqual(events(run, "work"), [], run)
+
     def test_stacks(self):
         # -U: the user stack where work() returns to: main, then libc's
         # frames (the caller of a function at its entry, before it saved
