@@ -170,6 +170,33 @@ class TraceTest(unittest.TestCase):
                          run)
         self.assertEqual(events(run, "work"), [], run)
 
+    def test_leaves_out_its_own_events(self):
+        # trace's output goes through libc's write() to fd 1 too: as bcc's
+        # trace, it leaves out its own events (else each line would trace
+        # the next), unless -S, where -M bounds them.
+        spec = 'p:c:write (arg1 == 1) "writing %d bytes", arg3'
+        p = start_tool(["trace", spec])
+        try:
+            for _ in range(3):
+                subprocess.run(["/bin/echo", "x" * 236], check=True, stdout=subprocess.DEVNULL, timeout=15)
+            import time
+            time.sleep(0.5)
+        finally:
+            p.stop()
+        run = p.finish()
+        self.assertEqual(run.rc, 0, run)
+        writes = events(run, "write")
+        self.assertEqual(len([e for e in writes if e[2] == "echo" and e[3] == "writing 237 bytes"]), 3, run)
+        self.assertFalse([e for e in writes if e[0] == p.proc.pid], run)
+        p = start_tool(["trace", "-S", "-M", "3", spec])
+        try:
+            subprocess.run(["/bin/echo", "hello"], check=True, stdout=subprocess.DEVNULL, timeout=15)
+        finally:
+            run = p.finish(timeout=10)
+        self.assertEqual(run.rc, 0, run)
+        self.assertEqual(len(events(run, "write")), 3, run)
+        self.assertTrue([e for e in events(run, "write") if e[0] == p.proc.pid], run)
+
     def test_stacks(self):
         # -U: the user stack where work() returns to: main, then libc's
         # frames (the caller of a function at its entry, before it saved
