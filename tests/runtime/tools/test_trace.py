@@ -54,17 +54,23 @@ class TraceTest(unittest.TestCase):
         with LoopDev(mb=8, full_after_kb=1024) as dev:
             maj, mnr = dev.devno()
             devno = (maj << 20) | mnr
+            prefix = "dev %d " % devno
             with TraceInstance("block/block_rq_complete", "dev == %d && error != 0" % devno) as w:
-                failed = []
-                run = run_tool(["trace", one_liner],
-                               lambda: failed.extend(dev.failed_io(range(276), bs=4096, write=True)))
-                fired = w.count()
+                p = start_tool(["trace", one_liner])
+                try:
+                    failed = dev.failed_io(range(276), bs=4096, write=True)
+                    fired = w.count()
+                    # Until every line is out (a loaded machine may be slow to print).
+                    p.wait_for(lambda ls: sum(1 for l in ls if l and prefix in l) >= fired, 5)
+                finally:
+                    p.stop()
+                run = p.finish()
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], HEADER, run)
         self.assertEqual(len(failed), 20, failed)
         self.assertTrue(all(e == errno.ENOSPC for _, e in failed), failed)
         self.assertGreater(fired, 0)
-        mine = [e for e in events(run, "block_rq_complete") if e[3].startswith("dev %d " % devno)]
+        mine = [e for e in events(run, "block_rq_complete") if e[3].startswith(prefix)]
         # Each failed request the kernel fired for is a line, or one the run reports missed.
         self.assertEqual(len(mine) + run.missed(), fired, (fired, run))
         for pid, tid, comm, msg in mine:
