@@ -482,6 +482,8 @@ std::optional<int> load_tool(Cli& cli, const tools::Tool& tool, int argc, char**
   for (int i = 1; i < from; ++i) command += " " + lang::shell_word(argv[i]);
   cli.given = inv->given;
   for (auto& g : cli.given) g.before = command + " " + g.before;
+  for (auto& v : cli.spliced)
+    if (!v.label.empty()) v.before = command + " " + v.before;
   return std::nullopt;
 }
 

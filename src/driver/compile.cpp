@@ -2,6 +2,7 @@
 // (compile), and to a run (compile_and_run); `bpfscope tools` and -l.
 #include <fmt/format.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -102,6 +103,11 @@ std::unique_ptr<runtime::Compiled> compile(CompileOptions options, std::optional
   const auto imply = [&](const char* name, bool on) {
     if (on && sopts.named_args.emplace(name, std::nullopt).second) sopts.implied_args.insert(name);
   };
+  // A tool's getopt("bpfscope-pid"): bpfscope's own process, whose events
+  // trace leaves out (its output written by a traced write() would trace
+  // itself).
+  if (!options.tool_name.empty() && sopts.named_args.emplace("bpfscope-pid", std::to_string(getpid())).second)
+    sopts.implied_args.insert("bpfscope-pid");
   imply("folded", options.run.folded || !options.run.flamegraph_file.empty());
   imply("stacks", options.run.folded || !options.run.flamegraph_file.empty() ||
                      (options.run.recording && options.run.tool_graph));

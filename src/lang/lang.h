@@ -62,12 +62,14 @@ struct SplicedPart {
     Integer,  // an integer literal: `number`
     Ident,    // a builtin named `text` (retval)
     Probe,    // an attach point: `text` (getopt("NAME") in a probe's attach point list)
+    Printf,   // a printf call: format `text`, its arguments the expressions at ranges[1...] (each with its
+              // cast), the call at ranges[0]; `names`: {the name of its formatted text, for JSON, or ""}
   };
   std::string name;  // "histogram" (the whole option), "histogram.filter"
   Kind kind = Kind::Expr;
   std::vector<Loc> ranges;         // Expr: byte ranges in the value's text
   std::vector<std::string> names;  // Expr with a record: each field's name
-  std::vector<std::string> casts;  // Expr: per range, "" or a cast type ("uint32"), or "str" for str()
+  std::vector<std::string> casts;  // Expr: per range, "" or a cast type ("uint32"), or a call: "str", "ksym", "usym"
   std::string text;
   int64_t number = 0;
 };
@@ -81,13 +83,18 @@ struct SplicedValue {
   // parameter "size" -> "arg0", "$retval" -> "retval" (an identifier or a
   // builtin; a name starting with '!' is an error message instead).
   std::vector<std::pair<std::string, std::string>> aliases;
+  // When set, an error in the attach point made from the value names the
+  // value as the user wrote it (`label`: "probe 'p::f'") rather than the
+  // tool's file, and a hint may suggest the command line with another probe
+  // in its place (`before` and `after` it: Source::add_argument).
+  std::string label, before, after;
 };
 
 // Splices option values into the program (splice.cpp). A probe whose attach
 // point is getopt("NAME") of such an option is repeated once per value, in
 // order, with that value's probe; inside it getopt("NAME.PART") is that
-// value's part, and its maps are that value's own (@m of the second value is
-// "@m#2"). A statement elsewhere that names a part, or such a map, is
+// value's part, and the maps it stores a part in (in their key or value) are
+// that value's own (@m of the second value is "@m#2"). A statement elsewhere that names a part, or such a map, is
 // repeated once per value likewise (an option given no value drops them).
 // `options` names every such option of the tool, given or not. Errors in a
 // value are located in its text (a segment of the source). `dropped` gets

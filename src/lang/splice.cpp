@@ -5,10 +5,11 @@
 // its expressions are parsed, type-checked and reported like the script's,
 // with errors located in the option's text. A probe whose attach point is
 // getopt("NAME") is copied once per value; a statement that names a part of
-// the option (getopt("NAME.PART")) or a map that such a probe writes is
-// copied once per value. In a copy, each part is the value's own expression
-// or literal, and each of those maps is the value's own ("@m#2"), so that the
-// values' keys may differ in type (argdist -C 'u32 fd' next to -C 'char* buf').
+// the option (getopt("NAME.PART")) or a map that such a probe stores a part
+// in is copied once per value. In a copy, each part is the value's own
+// expression or literal, and each of those maps is the value's own ("@m#2"),
+// so that the values' keys may differ in type (argdist -C 'u32 fd' next to
+// -C 'char* buf'); the probe's other maps are shared.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -107,6 +108,26 @@ class Splicer {
     for (ExprId a : args) alias(a, v);
   }
 
+  // The expression at `range` of value `v` (whose text starts at `base`),
+  // its names aliased, in a call or cast of `cast` ("str", "ksym", "usym",
+  // a type, or "" for none). kNone after a syntax error.
+  ExprId parse_part(const SplicedValue& v, uint32_t base, Loc range, const std::string& cast) {
+    const Loc r{base + range.begin, base + range.end};
+    ExprId x = parse_expression(p_, r, d_);
+    if (x == kNone) {
+      ++errors_;
+      return kNone;
+    }
+    alias(x, v);
+    if (cast.empty()) return x;
+    Expr c;
+    c.kind = cast == "str" || cast == "ksym" || cast == "usym" ? ExprKind::Call : ExprKind::Cast;
+    c.name = cast;
+    c.loc = r;
+    c.args = {x};
+    return add(std::move(c));
+  }
+
   void prepare(const SplicedValue& v) {
     Option& o = options_[v.option];
     o.name = v.option;
@@ -134,29 +155,8 @@ class Splicer {
         case SplicedPart::Kind::Expr: {
           std::vector<ExprId> items;
           for (size_t i = 0; i < part.ranges.size(); ++i) {
-            const Loc r{base + part.ranges[i].begin, base + part.ranges[i].end};
-            ExprId x = parse_expression(p_, r, d_);
-            if (x == kNone) {
-              ++errors_;
-              return;
-            }
-            alias(x, v);
-            const std::string cast = i < part.casts.size() ? part.casts[i] : "";
-            if (cast == "str") {
-              Expr c;
-              c.kind = ExprKind::Call;
-              c.name = "str";
-              c.loc = r;
-              c.args = {x};
-              x = add(std::move(c));
-            } else if (!cast.empty()) {
-              Expr c;
-              c.kind = ExprKind::Cast;
-              c.name = cast;
-              c.loc = r;
-              c.args = {x};
-              x = add(std::move(c));
-            }
+            const ExprId x = parse_part(v, base, part.ranges[i], i < part.casts.size() ? part.casts[i] : "");
+            if (x == kNone) return;
             items.push_back(x);
           }
           if (items.size() == 1 && part.names.empty()) {
@@ -166,6 +166,26 @@ class Splicer {
           e.kind = ExprKind::Tuple;
           e.args = items;
           e.field_names = part.names;
+          break;
+        }
+        case SplicedPart::Kind::Printf: {
+          // printf(NAME = "format", args...): the call and its arguments
+          // located in the value.
+          if (!part.ranges.empty()) e.loc = Loc{base + part.ranges[0].begin, base + part.ranges[0].end};
+          Expr f;
+          f.kind = ExprKind::String;
+          f.sval = part.text;
+          f.loc = e.loc;
+          e.kind = ExprKind::Call;
+          e.name = "printf";
+          e.args.push_back(add(std::move(f)));
+          e.field_names.push_back(part.names.empty() ? "" : part.names[0]);
+          for (size_t i = 1; i < part.ranges.size(); ++i) {
+            const ExprId x = parse_part(v, base, part.ranges[i], i < part.casts.size() ? part.casts[i] : "");
+            if (x == kNone) return;
+            e.args.push_back(x);
+            e.field_names.emplace_back();
+          }
           break;
         }
       }
@@ -219,22 +239,20 @@ class Splicer {
     return nullptr;
   }
 
-  void collect_maps_expr(ExprId id, Option& o) {
-    const Expr& e = p_.exprs[id];
-    if (e.kind == ExprKind::Map) o.maps.insert(e.name);
-    for (ExprId a : e.args) collect_maps_expr(a, o);
-    for (StmtId s : e.body) collect_maps_stmt(s, o);
-  }
+  // The maps that a statement of a repeated probe stores a part in (its key
+  // or value names one: @counts[getopt("count.key")] = count()) are each
+  // value's own, since the values' parts may differ in type; the probe's
+  // other maps (an event counter, a start time) are shared by the copies.
   void collect_maps_stmt(StmtId id, Option& o) {
     const Stmt& s = p_.stmts[id];
-    for (ExprId e : {s.expr, s.range_end, s.target, s.value})
-      if (e != kNone) collect_maps_expr(e, o);
+    if (s.target != kNone && p_.exprs[s.target].kind == ExprKind::Map &&
+        (option_named(s.target) || (s.value != kNone && option_named(s.value))))
+      o.maps.insert(p_.exprs[s.target].name);
     for (const auto* body : {&s.body, &s.else_body})
       for (StmtId c : *body) collect_maps_stmt(c, o);
   }
   void collect_maps(const Probe& probe, const Option& o) {
     Option& mo = options_[o.name];
-    if (probe.predicate != kNone) collect_maps_expr(probe.predicate, mo);
     for (StmtId s : probe.body) collect_maps_stmt(s, mo);
   }
 
@@ -250,6 +268,11 @@ class Splicer {
         continue;
       }
       ap.text.replace(at, call.size(), o.values[k].probe);
+      const SplicedValue& v = *o.values[k].v;
+      if (!v.label.empty()) {
+        const uint32_t base = p_.source.add_argument(v.label, v.text, v.before, v.after);
+        ap.loc = Loc{base, base + static_cast<uint32_t>(v.text.size())};
+      }
     }
     if (out.predicate != kNone) out.predicate = copy_expr(out.predicate, b);
     for (StmtId& s : out.body) s = copy_stmt(s, b);

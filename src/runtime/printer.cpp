@@ -189,13 +189,23 @@ class JsonPrinter : public PieceWriter {
   // continues a line: then its pieces make one event.
   void printf_event(uint32_t cpu, const sema::Action& a, std::vector<output::Value>& args) override {
     Line& l = cpu_line(cpu);
-    bool named = std::any_of(a.arg_names.begin(), a.arg_names.end(), [](const std::string& n) { return !n.empty(); });
+    bool named = !a.text_name.empty() ||
+                 std::any_of(a.arg_names.begin(), a.arg_names.end(), [](const std::string& n) { return !n.empty(); });
+    std::string text = output::format_printf(a.printf_format, args);
     if (!named && !l.open) {
-      write(output::json_event("printf", output::format_printf(a.printf_format, args)));
+      write(output::json_event("printf", text));
       return;
     }
+    // A named format: the formatted text is a field (trace's message).
+    if (!a.text_name.empty()) {
+      l.names.push_back(a.text_name);
+      output::Value v;
+      v.kind = output::Value::Kind::String;
+      v.s = text;
+      l.values.push_back(std::move(v));
+    }
     // A recording's events keep their text too: it is rendered again.
-    l.text += output::format_printf(a.printf_format, args);
+    l.text += text;
     for (size_t i = 0; i < a.arg_names.size() && i < args.size(); ++i) {
       if (a.arg_names[i].empty()) continue;
       l.names.push_back(a.arg_names[i]);

@@ -336,12 +336,15 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
   set(e.args[0], Type::string(static_cast<uint32_t>(f.sval.size() + 1)));
   // Named arguments are the fields of a JSON event; unnamed ones (widths,
   // decorations) are only printed. "" for an unnamed one.
+  // A named format (printf only) names the formatted text as one field.
   std::vector<std::string> names;
+  std::string text_name;
   if (!e.field_names.empty()) {
-    if (!e.field_names[0].empty()) {
-      error(ast_.expr(e.args[0]).loc, "printf: the format cannot be named");
+    if (!e.field_names[0].empty() && kind != ActionKind::Printf) {
+      error(ast_.expr(e.args[0]).loc, fmt::format("{}: the format cannot be named", e.name));
       return Type::none();
     }
+    text_name = e.field_names[0];
     names.assign(e.field_names.begin() + 1, e.field_names.end());
   }
   auto parsed = output::parse_printf(f.sval);
@@ -414,6 +417,7 @@ Type Checker::printf_call(ExprId id, ActionKind kind) {
   out_.actions[act].format = f.sval;
   out_.actions[act].printf_format = std::move(format);
   out_.actions[act].arg_names = std::move(names);
+  out_.actions[act].text_name = std::move(text_name);
   out_.action_of[id] = act;
   return Type::none();
 }

@@ -121,6 +121,9 @@ struct Action {
   // extension), one per argument; empty when unnamed. With -f json such a
   // printf is an "event" object rather than text.
   std::vector<std::string> arg_names;
+  // Printf: the name of the format, printf(msg = "dev %d", ...): with -f json
+  // the formatted text is a field of the event under that name ("" none).
+  std::string text_name;
   // Printf and its siblings: per argument, the floating-point literal that
   // divides it (printf("%.2f", $bytes / 1024.0), a bpfscope extension), or 0.
   // The record carries the integer dividend; user space divides as a double.

@@ -49,7 +49,8 @@ std::optional<std::string> check_value(ValueKind kind, const std::vector<std::st
     case ValueKind::Flag: return value;
     case ValueKind::Str: return value;
     case ValueKind::Expr:
-    case ValueKind::Spec: return value;  // parse_args() splices them
+    case ValueKind::Spec:
+    case ValueKind::Trace: return value;  // parse_args() splices them
     case ValueKind::Probe:
       if (value.empty() || value.find_first_of(" \t\n{};") != std::string::npos) {
         why = fmt::format("invalid probe \"{}\"", value);
@@ -129,6 +130,20 @@ std::string option_label(const OptionSpec& o) {
 
 std::string getopt_ref(std::string_view name) { return fmt::format("getopt(\"{}\")", name); }
 
+bool is_spliced(ValueKind k) { return k == ValueKind::Expr || k == ValueKind::Spec || k == ValueKind::Trace; }
+
+// Script text given to option or argument `name` (`origin`: how errors name
+// it, "-H"), as lang::splice_options() takes it; nullopt with `why` when a
+// specifier is malformed.
+std::optional<lang::SplicedValue> spliced_value(ValueKind kind, const std::string& name, const std::string& origin,
+                                                const std::string& value, std::string& why) {
+  if (kind == ValueKind::Spec) return bcc_specifier(name, origin, value, why);
+  if (kind == ValueKind::Trace) return trace_specifier(name, origin, value, why);
+  lang::SplicedValue v{.option = name, .origin = origin, .text = value};
+  v.parts.push_back({.name = name, .ranges = {{0, static_cast<uint32_t>(value.size())}}});
+  return v;
+}
+
 }  // namespace
 
 std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::string>& args,
@@ -160,22 +175,15 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
       inv.named_args[o.name] = std::nullopt;
       return true;
     }
-    if (o.kind == ValueKind::Expr || o.kind == ValueKind::Spec) {
+    if (is_spliced(o.kind)) {
       // Script text: spliced into the program (lang::splice_options), its
       // errors located in the value. A value given again replaces the first
       // unless the option is repeated.
-      const std::string origin(spelled);
-      std::optional<lang::SplicedValue> v;
-      if (o.kind == ValueKind::Spec) {
-        std::string why;
-        v = bcc_specifier(o.name, origin, *value, why);
-        if (!v) {
-          error = fmt::format("{}: {}: invalid specifier \"{}\": {}", tool.name, spelled, *value, why);
-          return false;
-        }
-      } else {
-        v = lang::SplicedValue{.option = o.name, .origin = origin, .text = *value};
-        v->parts.push_back({.name = o.name, .ranges = {{0, static_cast<uint32_t>(value->size())}}});
+      std::string why;
+      std::optional<lang::SplicedValue> v = spliced_value(o.kind, o.name, std::string(spelled), *value, why);
+      if (!v) {
+        error = fmt::format("{}: {}: invalid specifier \"{}\": {}", tool.name, spelled, *value, why);
+        return false;
       }
       if (!o.repeated)
         std::erase_if(inv.spliced, [&](const lang::SplicedValue& x) { return x.option == o.name; });
@@ -291,11 +299,30 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
     words.push_back(a);
     word_at.push_back(i);
   }
-  if (words.size() > tool.args.size())
+  const bool takes_rest = !tool.args.empty() && tool.args.back().repeated;
+  if (words.size() > tool.args.size() && !takes_rest)
     return fail(tool.args.empty() ? fmt::format("unexpected argument \"{}\"", words[0])
                                   : fmt::format("too many arguments (\"{}\")", words[tool.args.size()]));
   for (size_t k = 0; k < tool.args.size(); ++k) {
     const ArgSpec& spec = tool.args[k];
+    if (is_spliced(spec.kind)) {
+      // Script text, spliced as getopt("NAME"); a repeated argument takes
+      // every word left.
+      const size_t last = spec.repeated ? words.size() : std::min(words.size(), k + 1);
+      if (k >= words.size() && !inv.help && !inv.source) return fail(fmt::format("missing argument {}", spec.name));
+      for (size_t w = k; w < last; ++w) {
+        std::string why;
+        std::optional<lang::SplicedValue> v = spliced_value(spec.kind, spec.name, spec.name, words[w], why);
+        if (!v) return fail(fmt::format("{}: invalid specifier \"{}\": {}", spec.name, words[w], why));
+        // An attach point that fails names the word (trace 'p::f': kprobes).
+        v->label = fmt::format("{} {}", spec.name, lang::shell_word(words[w]));
+        for (size_t j = 0; j < word_at[w]; ++j) v->before += lang::shell_word(args[j]) + " ";
+        for (size_t j = word_at[w] + 1; j < args.size(); ++j) v->after += " " + lang::shell_word(args[j]);
+        inv.spliced.push_back(std::move(*v));
+      }
+      if (k < words.size()) inv.positional.push_back(words[k]);
+      continue;
+    }
     if (k < words.size()) {
       std::string why;
       auto v = check_value(spec.kind, {}, words[k], why);
@@ -314,8 +341,10 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
   }
   for (const auto& o : tool.options) {
     if (o.default_value && !inv.named_args.count(o.name)) inv.named_args[o.name] = *o.default_value;
-    if (o.kind == ValueKind::Expr || o.kind == ValueKind::Spec) inv.spliced_options.push_back(o.name);
+    if (is_spliced(o.kind)) inv.spliced_options.push_back(o.name);
   }
+  for (const auto& a : tool.args)
+    if (is_spliced(a.kind)) inv.spliced_options.push_back(a.name);
   return inv;
 }
 
@@ -323,7 +352,10 @@ std::vector<std::string> sample_args(const Tool& tool) {
   std::vector<std::string> out;
   for (const auto& a : tool.args) {
     if (a.default_value) break;
-    out.push_back(a.kind == ValueKind::Int ? "1" : a.kind == ValueKind::Probe ? "tracepoint:syscalls:sys_enter_getpid" : "x");
+    out.push_back(a.kind == ValueKind::Int     ? "1"
+                  : a.kind == ValueKind::Probe ? "tracepoint:syscalls:sys_enter_getpid"
+                  : a.kind == ValueKind::Trace ? "t:syscalls:sys_enter_getpid"
+                                               : "x");
   }
   return out;
 }
@@ -334,7 +366,10 @@ std::string synopsis(const Tool& tool) {
     std::string flag = o.letter ? fmt::format("-{}", o.letter) : "--" + o.name;
     s += o.metavar.empty() ? fmt::format(" [{}]", flag) : fmt::format(" [{} {}]", flag, o.metavar);
   }
-  for (const auto& a : tool.args) s += a.default_value ? fmt::format(" [{}]", a.name) : fmt::format(" {}", a.name);
+  for (const auto& a : tool.args) {
+    s += a.default_value ? fmt::format(" [{}]", a.name) : fmt::format(" {}", a.name);
+    if (a.repeated) s += fmt::format(" [{} ...]", a.name);
+  }
   return s;
 }
 

@@ -63,6 +63,7 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
   else if (type == "probe") kind = ValueKind::Probe;
   else if (type == "expr") kind = ValueKind::Expr;
   else if (type == "spec") kind = ValueKind::Spec;
+  else if (type == "trace") kind = ValueKind::Trace;
   else if (type == "errno") kind = ValueKind::Errno;
   else if (type.find('|') != std::string_view::npos) {
     kind = ValueKind::Choice;
@@ -74,7 +75,8 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
       rest.remove_prefix(bar + 1);
     }
   } else {
-    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)", type);
+    return fmt::format("unknown value type \"{}\" (int, str, ports, list, probe, expr, spec, trace, errno or a|b|c)",
+                       type);
   }
   // The clauses after the type, each once.
   std::string_view rest = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
@@ -86,11 +88,12 @@ std::string parse_value_spec(std::string_view spec, ValueKind& kind, std::vector
     std::string_view word = next_word(clause);
     std::string_view value = trim(clause);
     if (word == "repeated" && value.empty()) {
-      if (!repeated || (kind != ValueKind::Expr && kind != ValueKind::Spec))
-        return "only an expr or spec option may be repeated";
+      if (!repeated || (kind != ValueKind::Expr && kind != ValueKind::Spec && kind != ValueKind::Trace))
+        return "only an expr, spec or trace option or argument may be repeated";
       *repeated = true;
     } else if (word == "default" && !value.empty()) {
-      if (kind == ValueKind::Expr || kind == ValueKind::Spec) return "an expr or spec option has no default";
+      if (kind == ValueKind::Expr || kind == ValueKind::Spec || kind == ValueKind::Trace)
+        return "an expr, spec or trace option has no default";
       if (def) return "default given twice";
       def = std::string(value);
     } else if ((word == "min" || word == "max") && !value.empty()) {
@@ -165,11 +168,12 @@ std::string parse_arg(std::string_view line, ArgSpec& a) {
     size_t close = line.find(')');
     if (close == std::string_view::npos) return "unclosed (";
     std::vector<std::string> choices;
-    if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value, a.range);
+    if (auto err = parse_value_spec(line.substr(1, close - 1), a.kind, choices, a.default_value, a.range, &a.repeated);
         !err.empty())
       return err;
-    if (a.kind != ValueKind::Int && a.kind != ValueKind::Str && a.kind != ValueKind::Probe)
-      return "an argument is an int, a str or a probe";
+    if (a.kind != ValueKind::Int && a.kind != ValueKind::Str && a.kind != ValueKind::Probe &&
+        a.kind != ValueKind::Expr && a.kind != ValueKind::Spec && a.kind != ValueKind::Trace)
+      return "an argument is an int, a str, a probe, an expr, a spec or a trace";
     line.remove_prefix(close + 1);
   }
   a.help = std::string(trim(line));
@@ -271,6 +275,7 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
       if (auto err = parse_arg(value, a); !err.empty()) return fail(err);
       if (!t.args.empty() && t.args.back().default_value && !a.default_value)
         return fail("a required argument cannot follow an optional one");
+      if (!t.args.empty() && t.args.back().repeated) return fail("a repeated argument is the last one");
       t.args.push_back(std::move(a));
     } else if (key == "example") {
       t.examples.emplace_back(value);

@@ -201,4 +201,243 @@ std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const
   return v;
 }
 
+// bcc trace's probe specifier (tools/README.md, the `trace` type):
+//
+//   [{p,r,t,u}]:[library]:function[(signature)] [(predicate)] ["format"[, arguments]]
+//
+// `func` alone is p::func, `lib:func` p:lib:func; u:LIBRARY[:PROVIDER]:PROBE
+// is a USDT probe. bcc's names for values: arg1, arg2... are the function's
+// (or the USDT probe's) arguments, counted from 1 (bpftrace's arg0, arg1...),
+// retval the return value of an r probe, $pid the thread, $tgid the process,
+// $uid, $gid, $cpu, $task. A %s argument is read as a string, %K and %U as a
+// kernel and a user symbol.
+std::optional<lang::SplicedValue> trace_specifier(const std::string& option, const std::string& origin,
+                                                  const std::string& text, std::string& why) {
+  lang::SplicedValue v;
+  v.option = option;
+  v.origin = origin;
+  v.text = text;
+  const std::string_view t = text;
+  const auto n = static_cast<uint32_t>(t.size());
+  uint32_t i = 0;
+  auto skip_spaces = [&] {
+    while (i < n && isspace(static_cast<unsigned char>(t[i]))) ++i;
+  };
+  // The ')' closing the '(' at `open`, outside quotes; n if none.
+  auto closing = [&](uint32_t open) {
+    int depth = 0;
+    bool quoted = false;
+    for (uint32_t k = open; k < n; ++k) {
+      if (t[k] == '"' && (k == 0 || t[k - 1] != '\\')) quoted = !quoted;
+      if (quoted) continue;
+      if (t[k] == '(') ++depth;
+      if (t[k] == ')' && --depth == 0) return k;
+    }
+    return n;
+  };
+  skip_spaces();
+  const uint32_t spec_begin = i;
+  while (i < n && !isspace(static_cast<unsigned char>(t[i])) && t[i] != '(') ++i;
+  const std::string spec(t.substr(spec_begin, i - spec_begin));
+  if (spec.empty()) {
+    why = "no probe: [{p,r,t,u}]:[LIBRARY]:FUNCTION";
+    return std::nullopt;
+  }
+  // A '(' right after the function opens its signature.
+  std::string signature;
+  bool has_signature = false;
+  if (i < n && t[i] == '(') {
+    const uint32_t close = closing(i);
+    if (close == n) {
+      why = "the signature's '(' is not closed";
+      return std::nullopt;
+    }
+    signature = std::string(t.substr(i + 1, close - i - 1));
+    has_signature = true;
+    i = close + 1;
+  }
+  skip_spaces();
+  std::optional<Piece> filter;
+  if (i < n && t[i] == '(') {
+    const uint32_t close = closing(i);
+    if (close == n) {
+      why = "the predicate's '(' is not closed";
+      return std::nullopt;
+    }
+    filter = Piece{i, close + 1};
+    i = close + 1;
+  }
+  skip_spaces();
+  std::string format;
+  std::optional<Piece> action;
+  std::vector<Piece> args;
+  if (i < n) {
+    if (t[i] != '"') {
+      why = fmt::format("expected a (predicate) or a \"format\" after the probe, not \"{}\"", t.substr(i));
+      return std::nullopt;
+    }
+    uint32_t close = i + 1;
+    while (close < n && (t[close] != '"' || t[close - 1] == '\\')) ++close;
+    if (close == n) {
+      why = "the format string's '\"' is not closed";
+      return std::nullopt;
+    }
+    format = std::string(t.substr(i + 1, close - i - 1));
+    action = Piece{i, n};
+    i = close + 1;
+    skip_spaces();
+    if (i < n) {
+      if (t[i] != ',') {
+        why = fmt::format("expected ',' and the format's arguments after the format string, not \"{}\"", t.substr(i));
+        return std::nullopt;
+      }
+      args = split(t, Piece{i + 1, n}, ',');
+      for (const Piece& a : args)
+        if (a.begin == a.end) {
+          why = "an empty argument after the format string";
+          return std::nullopt;
+        }
+    }
+  }
+
+  // The probe: TYPE:LIBRARY:FUNCTION, or FUNCTION, or LIBRARY:FUNCTION.
+  std::vector<std::string> parts;
+  for (size_t from = 0;;) {
+    const size_t colon = spec.find(':', from);
+    parts.push_back(spec.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  if (parts.size() == 1) parts.insert(parts.begin(), {"p", ""});
+  else if (parts.size() == 2) parts.insert(parts.begin(), "p");
+  std::string type = parts[0].empty() ? "p" : parts[0];
+  if (type != "p" && type != "r" && type != "t" && type != "u") {
+    why = fmt::format("the probe type must be p, r, t or u (or none, for p), not \"{}\"", parts[0]);
+    return std::nullopt;
+  }
+  auto join = [&](size_t from, size_t to) {
+    std::string out;
+    for (size_t k = from; k < to; ++k) out += (k > from ? ":" : "") + parts[k];
+    return out;
+  };
+  std::string probe, func;
+  if (type == "t") {
+    if (parts.size() != 3 || parts[1].empty() || parts[2].empty()) {
+      why = "a tracepoint is t:CATEGORY:EVENT";
+      return std::nullopt;
+    }
+    probe = fmt::format("tracepoint:{}:{}", parts[1], parts[2]);
+    func = parts[2];
+  } else {
+    const std::string lib = type == "u" ? parts[1] : join(1, parts.size() - 1);
+    func = type == "u" ? join(2, parts.size()) : parts.back();
+    if (func.empty()) {
+      why = type == "u" ? "a USDT probe is u:LIBRARY[:PROVIDER]:PROBE" : "no function";
+      return std::nullopt;
+    }
+    // A library given by name, as bcc finds it: "c" is libc.
+    std::string library = lib;
+    if (!lib.empty() && lib.find('/') == std::string::npos && !lib.starts_with("lib")) library = "lib" + lib;
+    if (type == "u") {
+      if (lib.empty()) {
+        why = "a USDT probe needs its binary or library: u:LIBRARY[:PROVIDER]:PROBE";
+        return std::nullopt;
+      }
+      probe = fmt::format("usdt:{}:{}", library, func);
+    } else if (lib.empty()) {
+      probe = fmt::format("{}:{}", type == "p" ? "kprobe" : "kretprobe", func);
+    } else {
+      probe = fmt::format("{}:{}:{}", type == "p" ? "uprobe" : "uretprobe", library, func);
+    }
+    // func+0x12: the FUNC column shows the function.
+    if (type != "u") func = func.substr(0, func.find('+'));
+  }
+  if (has_signature && (type == "t" || type == "u")) {
+    why = "USDT and tracepoint probes take no signature: use arg1, arg2... (USDT) or args->FIELD (tracepoint), and "
+          "a space before a (predicate)";
+    return std::nullopt;
+  }
+  v.parts.push_back({.name = option, .kind = lang::SplicedPart::Kind::Probe, .text = probe});
+
+  // The signature's parameters are the function's arguments, in order.
+  if (!trim(signature).empty()) {
+    const std::vector<Piece> params = split(signature, Piece{0, static_cast<uint32_t>(signature.size())}, ',');
+    for (size_t k = 0; k < params.size(); ++k) {
+      std::string_view p = std::string_view(signature).substr(params[k].begin, params[k].end - params[k].begin);
+      size_t cut = p.rfind('*');
+      if (cut == std::string_view::npos) cut = p.rfind(' ');
+      std::string pname(trim(cut == std::string_view::npos ? p : p.substr(cut + 1)));
+      if (pname.empty()) continue;
+      if (type == "p") v.aliases.emplace_back(pname, fmt::format("arg{}", k));
+      else
+        v.aliases.emplace_back(
+            pname,
+            fmt::format("!{}: a function's arguments are known at its entry (p:), not at its return (r:)", pname));
+    }
+  }
+  // bcc counts the arguments from 1, bpftrace from 0.
+  for (int k = 1; k <= 12; ++k) {
+    std::string to = fmt::format("arg{}", k - 1);
+    if (type == "r")
+      to = fmt::format("!arg{}: a function's arguments are known at its entry (p:), not at its return (r:)", k);
+    else if (type == "t")
+      to = fmt::format("!arg{}: a tracepoint's fields are args->NAME", k);
+    v.aliases.emplace_back(fmt::format("arg{}", k), to);
+  }
+  v.aliases.emplace_back("retval", type == "r" ? "retval" : "!retval is only known in a return probe (r:)");
+  v.aliases.emplace_back("$pid", "tid");
+  v.aliases.emplace_back("$tgid", "pid");
+  v.aliases.emplace_back("$uid", "uid");
+  v.aliases.emplace_back("$gid", "gid");
+  v.aliases.emplace_back("$cpu", "cpu");
+  v.aliases.emplace_back("$task", "curtask");
+
+  if (filter)
+    v.parts.push_back({.name = option + ".filter", .ranges = {{filter->begin, filter->end}}});
+  else
+    v.parts.push_back({.name = option + ".filter", .kind = lang::SplicedPart::Kind::Integer, .number = 1});
+  v.parts.push_back({.name = option + ".func", .kind = lang::SplicedPart::Kind::String, .text = func});
+
+  // The message: printf(msg = "format", args...), %s reading a string, %K
+  // and %U naming a symbol.
+  lang::SplicedPart message{.name = option + ".message", .kind = lang::SplicedPart::Kind::Printf};
+  message.names = {"msg"};
+  message.ranges.push_back(action ? lang::Loc{action->begin, action->end} : lang::Loc{0, n});
+  message.casts.emplace_back();
+  std::string out;
+  size_t arg = 0;
+  for (size_t k = 0; k < format.size(); ++k) {
+    out += format[k];
+    if (format[k] != '%') continue;
+    if (k + 1 < format.size() && format[k + 1] == '%') {
+      out += format[++k];
+      continue;
+    }
+    size_t c = k + 1;
+    while (c < format.size() && (isdigit(static_cast<unsigned char>(format[c])) ||
+                                 std::string_view("-+ #.*hljzt").find(format[c]) != std::string_view::npos))
+      ++c;
+    if (c >= format.size()) break;
+    out += format.substr(k + 1, c - k - 1);
+    const char conv = format[c];
+    out += conv == 'K' || conv == 'U' ? 's' : conv;
+    k = c;
+    if (arg < args.size()) {
+      message.ranges.push_back({args[arg].begin, args[arg].end});
+      message.casts.push_back(conv == 's' ? "str" : conv == 'K' ? "ksym" : conv == 'U' ? "usym" : "");
+    }
+    ++arg;
+  }
+  // More arguments than conversions: printf says so.
+  for (; arg < args.size(); ++arg) {
+    message.ranges.push_back({args[arg].begin, args[arg].end});
+    message.casts.emplace_back();
+  }
+  message.text = out;
+  v.parts.push_back(message);
+  v.parts.push_back(
+      {.name = option + ".formatted", .kind = lang::SplicedPart::Kind::Integer, .number = action ? 1 : 0});
+  return v;
+}
+
 }  // namespace bpfscope::tools

@@ -28,8 +28,9 @@ namespace bpfscope::tools {
 // says getopt("NAME"). Spec: bcc's probe specifier (argdist's -H/-C), cut
 // into an attach point and expressions the script splices (spec.cpp).
 // Errno: an error number, or its name (EPERM), which the script sees as the
-// number.
-enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe, Expr, Spec, Errno };
+// number. Trace: bcc trace's probe specifier, cut into an attach point, a
+// filter and a printf the script splices (trace_specifier()).
+enum class ValueKind { Flag, Int, Str, Ports, List, Choice, Probe, Expr, Spec, Errno, Trace };
 
 // An int's bounds from the header, "(int, default 1, min 1)": values out of
 // them are refused before anything is compiled, naming the option or
@@ -53,19 +54,23 @@ struct OptionSpec {
   std::optional<std::string> default_value;
   IntRange range;                    // Int
   std::vector<std::string> choices;  // Choice
-  bool repeated = false;             // "(spec, repeated)": may be given several times (Expr, Spec)
+  bool repeated = false;             // "(spec, repeated)": may be given several times (Expr, Spec, Trace)
   // A flag declared "(sets -f folded)": giving it applies that global option
   // (profile's -f prints folded stacks); the script sees no getopt() for it.
   std::optional<GlobalOption> sets;
   std::string help;
 };
 
-// A positional argument ("[interval]"): becomes $1, $2, ... in order.
+// A positional argument ("[interval]"): becomes $1, $2, ... in order. An
+// expr, spec or trace argument is script text, spliced as getopt("NAME")
+// (not $N); "(trace, repeated)" takes every word left, at least one (bcc
+// trace's `probe [probe ...]`), and is the last argument.
 struct ArgSpec {
   std::string name;
-  ValueKind kind = ValueKind::Int;  // Int or Str
+  ValueKind kind = ValueKind::Int;           // Int, Str, Probe, Expr, Spec or Trace
   std::optional<std::string> default_value;  // none: the argument is required
   IntRange range;                            // Int
+  bool repeated = false;
   std::string help;
 };
 
@@ -160,6 +165,17 @@ std::optional<Invocation> parse_args(const Tool& tool, const std::vector<std::st
 // malformed.
 std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const std::string& origin,
                                                 const std::string& text, std::string& why);
+
+// bcc trace's probe specifier `text`,
+//   [{p,r,t,u}]:[library]:function[(signature)] [(predicate)] ["format"[, arguments]]
+// given to `option` (`origin`: how errors name it, "probe"), as the parts a
+// script splices: the attach point (getopt("OPTION")), OPTION.filter (the
+// predicate, true without one), OPTION.func (the FUNC column: the function,
+// tracepoint or USDT probe), OPTION.message (a printf of the format and its
+// arguments, its formatted text named "msg" for JSON) and OPTION.formatted
+// (1 when a format is given). nullopt with `why` when it is malformed.
+std::optional<lang::SplicedValue> trace_specifier(const std::string& option, const std::string& origin,
+                                                  const std::string& text, std::string& why);
 
 // The tool's -h text, in libbpf-tools' layout.
 std::string usage(const Tool& tool);

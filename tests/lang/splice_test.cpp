@@ -68,6 +68,31 @@ TEST(Splice, ErrorsAreLocatedInTheValue) {
   EXPECT_EQ(r.errors, "-H:1:7-8: ERROR: unexpected end of file\nsize +\n      ~\n");
 }
 
+// A printf part: the format and its arguments, each cast, the format named;
+// a map the probe stores no part in is shared by the copies.
+TEST(Splice, PrintfPartsAndSharedMaps) {
+  std::vector<SplicedValue> values;
+  for (const char* probe : {"tracepoint:a:b", "uprobe:/x:f"}) {
+    SplicedValue v{.option = "h", .origin = "probe", .text = "\"%s %d\", size, pid"};
+    v.parts.push_back({.name = "h", .kind = SplicedPart::Kind::Probe, .text = probe});
+    v.parts.push_back({.name = "h.msg",
+                       .kind = SplicedPart::Kind::Printf,
+                       .ranges = {{0, 18}, {9, 13}, {15, 18}},
+                       .names = {"msg"},
+                       .casts = {"", "str", ""},
+                       .text = "%s %d"});
+    v.aliases.emplace_back("size", "arg0");
+    values.push_back(v);
+  }
+  Result r = splice("getopt(\"h\") { @n = @n + 1; getopt(\"h.msg\"); }\nEND { clear(@n); }\n", values);
+  ASSERT_EQ(r.errors, "");
+  const std::string body =
+      " assign =\n  map @n\n  binop +\n   map @n\n   int 1\n"
+      " call printf named msg - -\n  string \"%s %d\"\n  call str\n   identifier arg0\n  identifier pid\n";
+  EXPECT_EQ(r.dump,
+            "probe tracepoint:a:b\n" + body + "probe uprobe:/x:f\n" + body + "probe END\n call clear\n  map @n\n");
+}
+
 // A given argument that an attach point splices ($1, getopt("NAME")) is
 // where that attach point's errors are located: a tool's error names it
 // ("funccount: pattern 'tcp*': ..."), and a hint may rebuild the command.

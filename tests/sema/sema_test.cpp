@@ -677,11 +677,17 @@ TEST(Sema, PrintfNamedArguments) {
   ASSERT_EQ(a.typed->actions.size(), 2u);
   EXPECT_EQ(a.typed->actions[0].arg_names, (std::vector<std::string>{"pid", "comm"}));
   EXPECT_TRUE(a.typed->actions[1].arg_names.empty());
+  // A named format names the formatted text (bcc trace's message).
+  auto m = analyse_text("BEGIN { printf(msg=\"%d %s\", pid, comm); }");
+  ASSERT_TRUE(m.typed.has_value()) << m.diags;
+  EXPECT_EQ(m.typed->actions[0].text_name, "msg");
+  EXPECT_EQ(m.typed->actions[0].arg_names, (std::vector<std::string>{"", ""}));
   check_err({
       {"BEGIN { print(a=1); }", "stdin:1:9-19: ERROR: only printf() takes named arguments"},
       {"BEGIN { errorf(\"%d\", a=1); }", "stdin:1:9-26: ERROR: only printf() takes named arguments"},
       {"BEGIN { printf(\"%*d\", w=1, 2); }", "stdin:1:25-26: ERROR: printf: a * width or precision cannot be named"},
-      {"BEGIN { printf(f=\"%d\", a=1); }", "printf: the format cannot be named"},
+      {"BEGIN { printf(f=\"%d\", f=1); }", "Duplicate argument name: f"},
+      {"BEGIN { system(f=\"true\"); }", "only printf() takes named arguments"},
       {"BEGIN { printf(\"%d\", a=\"s\"); }", "printf: %d specifier expects a value of type integer"},
   });
 }

@@ -80,7 +80,7 @@ TEST(Tools, HeaderErrorsNameTheLine) {
   EXPECT_FALSE(parse("// tool: x\n// option: -p PID\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:2: an option line needs --NAME");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid PID (float) p\n", "x.bt", err));
-  EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe, expr, spec, errno or a|b|c)");
+  EXPECT_EQ(err, "x.bt:2: unknown value type \"float\" (int, str, ports, list, probe, expr, spec, trace, errno or a|b|c)");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int) p\n// option: -p --other P q\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:3: option other declared twice");
   EXPECT_FALSE(parse("// tool: x\n// flamegraph: warm us\n", "x.bt", err));
@@ -100,7 +100,7 @@ TEST(Tools, HeaderErrorsNameTheLine) {
       {"(ports, max 5)", "only an int has a max"},
       {"(int, at least 1)", "expected \"default VALUE\", \"min N\", \"max N\" or \"repeated\", got \"at least 1\""},
       {"(int, default 1, default 2)", "default given twice"},
-      {"(int, repeated)", "only an expr or spec option may be repeated"},
+      {"(int, repeated)", "only an expr, spec or trace option or argument may be repeated"},
   };
   for (const auto& [spec, error] : ranges) {
     EXPECT_FALSE(parse(fmt::format("// tool: x\n// option: -n --num N {} n\n", spec), "x.bt", err)) << spec;
@@ -361,6 +361,106 @@ TEST(Tools, BccSpecifiers) {
   }
 }
 
+// bcc trace's probe specifier: probe, predicate and a printf of the message.
+TEST(Tools, TraceSpecifiers) {
+  std::string why;
+  const std::string text =
+      "t:block:block_rq_complete (args->error) \"dev %d type %s error %d\", args->dev, args->rwbs, args->error";
+  auto v = trace_specifier("probe", "probe", text, why);
+  ASSERT_TRUE(v) << why;
+  auto part = [&](const std::string& name) -> const lang::SplicedPart& {
+    for (const auto& p : v->parts)
+      if (p.name == name) return p;
+    static lang::SplicedPart none;
+    ADD_FAILURE() << "no part " << name;
+    return none;
+  };
+  auto at = [&](lang::Loc r) { return v->text.substr(r.begin, r.end - r.begin); };
+  EXPECT_EQ(part("probe").text, "tracepoint:block:block_rq_complete");
+  ASSERT_EQ(part("probe.filter").ranges.size(), 1u);
+  EXPECT_EQ(at(part("probe.filter").ranges[0]), "(args->error)");
+  EXPECT_EQ(part("probe.func").text, "block_rq_complete");
+  const auto& msg = part("probe.message");
+  EXPECT_EQ(msg.kind, lang::SplicedPart::Kind::Printf);
+  EXPECT_EQ(msg.text, "dev %d type %s error %d");
+  EXPECT_EQ(msg.names, (std::vector<std::string>{"msg"}));
+  ASSERT_EQ(msg.ranges.size(), 4u);
+  EXPECT_EQ(at(msg.ranges[0]), "\"dev %d type %s error %d\", args->dev, args->rwbs, args->error");
+  EXPECT_EQ(at(msg.ranges[2]), "args->rwbs");
+  EXPECT_EQ(msg.casts, (std::vector<std::string>{"", "", "str", ""}));  // %s reads a string
+  EXPECT_EQ(part("probe.formatted").number, 1);
+
+  // p: is the default, "c" is libc, a signature names the arguments, %K a symbol.
+  v = trace_specifier("probe", "probe", "c:write(int fd) (fd == 1) \"%-5d %K\", arg3, arg1", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(part("probe").text, "uprobe:libc:write");
+  EXPECT_EQ(part("probe.func").text, "write");
+  EXPECT_EQ(part("probe.message").text, "%-5d %s");
+  EXPECT_EQ(part("probe.message").casts, (std::vector<std::string>{"", "", "ksym"}));
+  EXPECT_EQ(v->aliases[0], (std::pair<std::string, std::string>{"fd", "arg0"}));
+  bool arg3 = false;
+  for (const auto& a : v->aliases) arg3 |= a == std::pair<std::string, std::string>{"arg3", "arg2"};
+  EXPECT_TRUE(arg3);  // bcc counts from 1
+  v = trace_specifier("probe", "probe", "r:/bin/x:f", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(part("probe").text, "uretprobe:/bin/x:f");
+  EXPECT_EQ(part("probe.formatted").number, 0);
+  EXPECT_EQ(part("probe.message").text, "");
+  v = trace_specifier("probe", "probe", "do_sys_open", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(part("probe").text, "kprobe:do_sys_open");
+  v = trace_specifier("probe", "probe", "u:/bin/x:prov:tick (arg1 > 2)", why);
+  ASSERT_TRUE(v) << why;
+  EXPECT_EQ(part("probe").text, "usdt:/bin/x:prov:tick");
+  EXPECT_EQ(part("probe.func").text, "prov:tick");
+
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"x:c:f", "the probe type must be p, r, t or u (or none, for p), not \"x\""},
+      {"t::f", "a tracepoint is t:CATEGORY:EVENT"},
+      {"t:a:b(x)",
+       "USDT and tracepoint probes take no signature: use arg1, arg2... (USDT) or args->FIELD "
+       "(tracepoint), and a space before a (predicate)"},
+      {"c:f (x", "the predicate's '(' is not closed"},
+      {"c:f(int x", "the signature's '(' is not closed"},
+      {"c:f \"%d", "the format string's '\"' is not closed"},
+      {"c:f \"%d\" x", "expected ',' and the format's arguments after the format string, not \"x\""},
+      {"c:f \"%d\",", "an empty argument after the format string"},
+      {"c:f x", "expected a (predicate) or a \"format\" after the probe, not \"x\""},
+      {"u::tick", "a USDT probe needs its binary or library: u:LIBRARY[:PROVIDER]:PROBE"},
+  };
+  for (const auto& [spec, msg] : bad) {
+    EXPECT_FALSE(trace_specifier("probe", "probe", spec, why)) << spec;
+    EXPECT_EQ(why, msg) << spec;
+  }
+}
+
+// A repeated trace argument takes every word left, each spliced, and names
+// it in attach errors.
+TEST(Tools, RepeatedTraceArgument) {
+  std::string err;
+  auto t = parse("// tool: x\n// option: -p --pid PID (int) P\n// arg: probe (trace, repeated) Probe\nBEGIN {}\n",
+                 "x.bt", err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(synopsis(*t), "USAGE: x [-h] [-p PID] probe [probe ...]");
+  auto inv = parse_args(*t, {"t:a:b", "-p", "5", "c:f \"%d\", arg1"}, {}, err);
+  ASSERT_TRUE(inv) << err;
+  ASSERT_EQ(inv->spliced.size(), 2u);
+  EXPECT_EQ(inv->spliced[1].text, "c:f \"%d\", arg1");
+  EXPECT_EQ(inv->spliced[1].label, "probe 'c:f \"%d\", arg1'");
+  EXPECT_EQ(inv->spliced[1].before, "t:a:b -p 5 ");
+  EXPECT_EQ(inv->spliced_options, (std::vector<std::string>{"probe"}));
+  EXPECT_EQ(inv->named_args.at("pid"), "5");
+  EXPECT_FALSE(parse_args(*t, {}, {}, err));
+  EXPECT_EQ(err, "x: missing argument probe");
+  EXPECT_FALSE(parse_args(*t, {"x:a:b"}, {}, err));
+  EXPECT_EQ(err,
+            "x: probe: invalid specifier \"x:a:b\": the probe type must be p, r, t or u (or none, for p), not \"x\"");
+  EXPECT_FALSE(parse("// tool: x\n// arg: a (trace, repeated) A\n// arg: b (int) B\nBEGIN {}\n", "x.bt", err));
+  EXPECT_NE(err.find("a repeated argument is the last one"), std::string::npos) << err;
+  EXPECT_FALSE(parse("// tool: x\n// arg: a (int, repeated) A\nBEGIN {}\n", "x.bt", err));
+  EXPECT_NE(err.find("only an expr, spec or trace option or argument may be repeated"), std::string::npos) << err;
+}
+
 // expr and spec options: their values are spliced, not getopt() strings; a
 // repeated one keeps every value, another the last.
 TEST(Tools, SplicedOptions) {
@@ -381,7 +481,7 @@ TEST(Tools, SplicedOptions) {
   EXPECT_FALSE(parse_args(*t, {"-H", "t:a"}, kGlobals, err));
   EXPECT_EQ(err, "x: -H: invalid specifier \"t:a\": a specifier needs at least TYPE:LIBRARY:FUNCTION(SIGNATURE)");
   EXPECT_FALSE(parse("// tool: x\n// option: -p --pid P (int, repeated) p\n", "x.bt", err));
-  EXPECT_EQ(err, "x.bt:2: only an expr or spec option may be repeated");
+  EXPECT_EQ(err, "x.bt:2: only an expr, spec or trace option or argument may be repeated");
 }
 
 // An errno option takes a number or a name, and the script sees the number.
