@@ -282,8 +282,17 @@ std::optional<Tool> parse(std::string source, std::string path, std::string& err
     } else if (key == "note") {
       t.notes.emplace_back(value);
     } else if (key == "column") {
-      std::string_view rest = value;
-      std::string_view name = next_word(rest);
+      // A name in single quotes may hold spaces, as in a print() header: 'TIME (us)'.
+      std::string_view rest = trim(value);
+      std::string_view name;
+      if (rest.starts_with('\'')) {
+        size_t close = rest.find('\'', 1);
+        if (close == std::string_view::npos) return fail("column: the quoted name has no closing quote");
+        name = rest.substr(1, close - 1);
+        rest.remove_prefix(close + 1);
+      } else {
+        name = next_word(rest);
+      }
       if (name.empty() || trim(rest).empty()) return fail("column: NAME TEXT");
       t.columns.emplace_back(name, trim(rest));
     } else if (key == "percentiles") {

@@ -166,7 +166,11 @@ std::string man_page(const Tool& tool, std::string_view version, std::string_vie
        "\\fB\\-\\-verbose\\fR, \\fB\\-\\-cmd\\fR).\n";
   if (!tool.columns.empty()) {
     s += ".SH COLUMNS\n";
-    for (const auto& [name, help] : tool.columns) s += fmt::format(".TP\n.B {}\n{}\n", esc(name), esc(help));
+    // A name with spaces ('TIME (us)') is one argument of .B, in double quotes.
+    for (const auto& [name, help] : tool.columns) {
+      std::string tag = name.find(' ') == std::string::npos ? esc(name) : "\"" + esc(name) + "\"";
+      s += fmt::format(".TP\n.B {}\n{}\n", tag, esc(help));
+    }
   }
   if (!tool.metrics.empty()) {
     s += ".SH METRICS\nWith \\fB\\-\\-prometheus\\fR [\\fIADDR\\fR:]\\fIPORT\\fR, served on /metrics:\n";

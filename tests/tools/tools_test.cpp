@@ -1,6 +1,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <sstream>
+
 #include "tools/embedded.h"
 #include "tools/tools.h"
 
@@ -22,6 +26,7 @@ const char* kHeader = R"(#!/usr/bin/env bpfscope
 // example: demo -p 1   # pid 1 only
 // column: PID The process
 // column: LAT(ms) Its latency, in ms
+// column: 'TIME (us)' Its time, in us
 // note: Extra words.
 //
 // Plain comment lines are prose.
@@ -68,9 +73,11 @@ TEST(Tools, ParsesHeader) {
   EXPECT_EQ(t.args[1].range.min, std::nullopt);
   EXPECT_EQ(t.examples.size(), 1u);
   EXPECT_EQ(t.notes, std::vector<std::string>{"Extra words."});
-  ASSERT_EQ(t.columns.size(), 2u);
+  ASSERT_EQ(t.columns.size(), 3u);
   EXPECT_EQ(t.columns[1].first, "LAT(ms)");
   EXPECT_EQ(t.columns[1].second, "Its latency, in ms");
+  EXPECT_EQ(t.columns[2].first, "TIME (us)");  // in single quotes: one name with a space
+  EXPECT_EQ(t.columns[2].second, "Its time, in us");
   EXPECT_TRUE(has_header(kHeader));
   EXPECT_FALSE(has_header("// a script\nBEGIN {}\n"));
 }
@@ -87,6 +94,10 @@ TEST(Tools, HeaderErrorsNameTheLine) {
   EXPECT_EQ(err, "x.bt:2: flamegraph: unknown kind \"warm\" (cpu, offcpu or offwake)");
   EXPECT_FALSE(parse("// tool: x\n// flamegraph: offcpu us extra\n", "x.bt", err));
   EXPECT_EQ(err, "x.bt:2: flamegraph: KIND [UNIT]");
+  EXPECT_FALSE(parse("// tool: x\n// column: 'TIME (us) t\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: column: the quoted name has no closing quote");
+  EXPECT_FALSE(parse("// tool: x\n// column: 'TIME (us)'\n", "x.bt", err));
+  EXPECT_EQ(err, "x.bt:2: column: NAME TEXT");
   // Ranges: "min N" and "max N" clauses, for an int only, each once, and a
   // default within them.
   const std::vector<std::pair<const char*, const char*>> ranges = {
@@ -243,7 +254,9 @@ TEST(Tools, ManPage) {
   EXPECT_TRUE(m.starts_with(".TH \"DEMO\" 8 \"2026-01-02\" \"bpfscope 1.2.3\" \"bpfscope tools\"\n")) << m;
   EXPECT_NE(m.find(".SH NAME\ndemo \\- A demo tool.\n"), std::string::npos) << m;
   EXPECT_NE(m.find(".TP\n\\fB\\-p\\fR, \\fB\\-\\-pid\\fR \\fIPID\\fR\nProcess ID to trace\n"), std::string::npos) << m;
-  EXPECT_NE(m.find(".SH COLUMNS\n.TP\n.B PID\nThe process\n.TP\n.B LAT(ms)\nIts latency, in ms\n"), std::string::npos)
+  EXPECT_NE(m.find(".SH COLUMNS\n.TP\n.B PID\nThe process\n.TP\n.B LAT(ms)\nIts latency, in ms\n"
+                   ".TP\n.B \"TIME (us)\"\nIts time, in us\n"),
+            std::string::npos)
       << m;
   EXPECT_NE(m.find(".SH EXAMPLES\n.TP\n.B bpfscope demo \\-p 1\npid 1 only\n"), std::string::npos) << m;
   EXPECT_NE(m.find(".I interval\nOutput interval, in seconds (default 99999999)\n"), std::string::npos) << m;
@@ -529,6 +542,98 @@ TEST(Tools, EmbeddedToolsParse) {
     EXPECT_EQ(t->name, kEmbeddedTools[i].name);
     EXPECT_FALSE(t->about.empty()) << t->name;
     EXPECT_NE(find(t->name), nullptr);
+  }
+}
+
+// The words of the column headers a tool's script prints: the string
+// literals of a printf without named arguments (`printf("%-7s %-16s\n",
+// "PID", "COMM")`, widths aside) and the words of its format outside the
+// conversions (soaccept's FAM), a CSV header printed alone (tcpwin's
+// `event,sock,...`), and the header of a top-style print() (`print(...,
+// "%-6d %s", "PID COMM")`). Banners pass their text in the format or as
+// expressions, events by name: neither counts.
+std::set<std::string> header_words(const Tool& tool) {
+  lang::Diagnostics diags;
+  lang::Source source(tool.path, tool.source);
+  std::optional<lang::Program> program;
+  if (lang::load_imports(source, diags, library_file)) program = lang::parse(source, diags);
+  EXPECT_TRUE(program) << tool.name << ": " << diags.render(source);
+  std::set<std::string> words;
+  if (!program) return words;
+  // Words split at blanks; a name in single quotes ('TIME (us)') is one.
+  auto add_words = [&](std::string_view text) {
+    for (size_t i = 0; i < text.size();) {
+      const bool quoted = text[i] == '\'';
+      size_t end = quoted ? text.find('\'', i + 1) : text.find_first_of(" \t\n", i);
+      if (end == std::string_view::npos) end = text.size();
+      if (std::string_view w = text.substr(i + quoted, end - i - quoted); !w.empty()) words.emplace(w);
+      i = end + 1;
+    }
+  };
+  for (const auto& e : program->exprs) {
+    if (e.kind != lang::ExprKind::Call || e.args.empty()) continue;
+    const auto& first = program->expr(e.args[0]);
+    if (e.name == "print" && e.args.size() >= 4 && program->expr(e.args[3]).kind == lang::ExprKind::String) {
+      add_words(program->expr(e.args[3]).sval);
+      continue;
+    }
+    if (e.name != "printf" || first.kind != lang::ExprKind::String) continue;
+    bool named = false;
+    for (const auto& n : e.field_names) named = named || !n.empty();
+    if (named) continue;
+    const std::string& format = first.sval;
+    if (e.args.size() == 1) {
+      // A CSV header: lowercase names and commas only.
+      bool csv = format.find(',') != std::string::npos && format.ends_with("\n");
+      for (char c : format.substr(0, format.size() - 1))
+        csv = csv && (islower(static_cast<unsigned char>(c)) || c == '_' || c == ',');
+      if (!csv) continue;
+      std::string names = format.substr(0, format.size() - 1);
+      std::replace(names.begin(), names.end(), ',', ' ');
+      add_words(names);
+      continue;
+    }
+    bool literal = false;
+    for (size_t i = 1; i < e.args.size(); ++i) {
+      if (program->expr(e.args[i]).kind == lang::ExprKind::String) {
+        add_words(program->expr(e.args[i]).sval);
+        literal = true;
+      }
+    }
+    if (!literal) continue;
+    // The format's own words, conversions (%-*s, %%) blanked out.
+    std::string text;
+    for (size_t i = 0; i < format.size(); ++i) {
+      if (format[i] != '%') {
+        text += format[i];
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < format.size() && !isalpha(static_cast<unsigned char>(format[j])) && format[j] != '%') ++j;
+      while (j < format.size() && (format[j] == 'l' || format[j] == 'h')) ++j;
+      i = j;
+      text += ' ';
+    }
+    std::istringstream in(text);
+    for (std::string w; in >> w;) {
+      if (std::any_of(w.begin(), w.end(), [](char c) { return isalnum(static_cast<unsigned char>(c)); }))
+        words.insert(w);
+    }
+  }
+  return words;
+}
+
+// Every column a tool's script prints a header for has its "// column:" (its
+// man page's COLUMNS), and every "// column:" names a column it prints.
+TEST(Tools, ColumnsMatchTheHeaders) {
+  for (const auto& tool : all()) {
+    std::set<std::string> printed = header_words(tool), documented;
+    for (const auto& [name, help] : tool.columns) {
+      documented.insert(name);
+      EXPECT_TRUE(printed.contains(name)) << tool.name << ": column " << name << " is not in a header it prints";
+    }
+    for (const auto& w : printed)
+      EXPECT_TRUE(documented.contains(w)) << tool.name << ": header word " << w << " has no // column:";
   }
 }
 
