@@ -547,7 +547,7 @@ TEST(Tools, EmbeddedToolsParse) {
 
 // The words of the column headers a tool's script prints: the string
 // literals of a printf without named arguments (`printf("%-7s %-16s\n",
-// "PID", "COMM")`, widths aside) and the words of its format outside the
+// "PID", "COMM")`, widths aside, a ternary's too) and the words of its format outside the
 // conversions (soaccept's FAM), a CSV header printed alone (tcpwin's
 // `event,sock,...`), and the header of a top-style print() (`print(...,
 // "%-6d %s", "PID COMM")`). Banners pass their text in the format or as
@@ -566,7 +566,9 @@ std::set<std::string> header_words(const Tool& tool) {
       const bool quoted = text[i] == '\'';
       size_t end = quoted ? text.find('\'', i + 1) : text.find_first_of(" \t\n", i);
       if (end == std::string_view::npos) end = text.size();
-      if (std::string_view w = text.substr(i + quoted, end - i - quoted); !w.empty()) words.emplace(w);
+      std::string_view w = text.substr(i + quoted, end - i - quoted);
+      if (std::any_of(w.begin(), w.end(), [](char c) { return isalnum(static_cast<unsigned char>(c)); }))
+        words.emplace(w);
       i = end + 1;
     }
   };
@@ -593,14 +595,19 @@ std::set<std::string> header_words(const Tool& tool) {
       add_words(names);
       continue;
     }
-    bool literal = false;
+    // The literals; in a header (one literal at least), the literals of a
+    // ternary too: an optional column, `getopt("time") ? "TIME     " : ""`.
+    std::vector<const lang::Expr*> literals, optional;
     for (size_t i = 1; i < e.args.size(); ++i) {
-      if (program->expr(e.args[i]).kind == lang::ExprKind::String) {
-        add_words(program->expr(e.args[i]).sval);
-        literal = true;
-      }
+      const auto& arg = program->expr(e.args[i]);
+      if (arg.kind == lang::ExprKind::String) literals.push_back(&arg);
+      if (arg.kind == lang::ExprKind::Ternary)
+        for (size_t k = 1; k < arg.args.size(); ++k)
+          if (program->expr(arg.args[k]).kind == lang::ExprKind::String) optional.push_back(&program->expr(arg.args[k]));
     }
-    if (!literal) continue;
+    if (literals.empty()) continue;
+    for (const auto* l : literals) add_words(l->sval);
+    for (const auto* l : optional) add_words(l->sval);
     // The format's own words, conversions (%-*s, %%) blanked out.
     std::string text;
     for (size_t i = 0; i < format.size(); ++i) {
