@@ -10,7 +10,7 @@
 namespace bpfscope::codegen {
 namespace {
 
-constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R10 = 10;
+constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R10 = 10;
 
 bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
   bpf_insn i{};
@@ -285,7 +285,15 @@ class Emitter {
         if (auto e = check_off(i.off); !e.empty()) return e;
         uint8_t base = read(i.a, R1);
         uint8_t v = read(i.b, R2);
-        put(insn(BPF_STX | BPF_ATOMIC | BPF_DW, base, v, static_cast<int16_t>(i.off), BPF_ADD));
+        if (i.dst == ir::kNoVreg) {
+          put(insn(BPF_STX | BPF_ATOMIC | BPF_DW, base, v, static_cast<int16_t>(i.off), BPF_ADD));
+          return "";
+        }
+        // BPF_FETCH writes the old value over the source register: R3,
+        // which no value lives in between instructions (R6-R9 do).
+        put(insn(BPF_ALU64 | BPF_MOV | BPF_X, R3, v, 0, 0));
+        put(insn(BPF_STX | BPF_ATOMIC | BPF_DW, base, R3, static_cast<int16_t>(i.off), BPF_ADD | BPF_FETCH));
+        write_back(i.dst, R3);
         return "";
       }
       case ir::Opcode::MapFd: {

@@ -72,6 +72,12 @@ void Builder::atomic_add(VregId base, int32_t off, VregId v) {
   emit({.op = Opcode::AtomicAdd, .a = base, .b = v, .off = off, .size = 8});
 }
 
+VregId Builder::atomic_fetch_add(VregId base, int32_t off, VregId v) {
+  VregId d = vreg();
+  emit({.op = Opcode::AtomicAdd, .dst = d, .a = base, .b = v, .off = off, .size = 8});
+  return d;
+}
+
 VregId Builder::map_fd(uint32_t map) {
   VregId d = vreg();
   emit({.op = Opcode::MapFd, .dst = d, .imm = map});

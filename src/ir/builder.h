@@ -45,6 +45,8 @@ class Builder {
   void store(uint8_t size, VregId base, int32_t off, VregId v);
   void store_imm(uint8_t size, VregId base, int32_t off, int32_t imm);
   void atomic_add(VregId base, int32_t off, VregId v);
+  // The same, returning the value it added to (BPF_FETCH).
+  VregId atomic_fetch_add(VregId base, int32_t off, VregId v);
   VregId map_fd(uint32_t map);
   VregId map_value(uint32_t map, int32_t off);
   VregId stack_addr(int32_t off);

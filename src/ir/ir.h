@@ -31,7 +31,7 @@ enum class Opcode {
   Load,       // dst = *(u<size*8> *)(a + off), zero-extended
   Store,      // *(u<size*8> *)(a + off) = b
   StoreImm,   // *(u<size*8> *)(a + off) = imm (imm fits in 32 bits, sign-extended for size 8)
-  AtomicAdd,  // lock *(u64 *)(a + off) += b
+  AtomicAdd,  // lock *(u64 *)(a + off) += b; with a dst, dst = the value before (fetch)
   MapFd,      // dst = address of map `imm` (a ld_imm64 with the map's fd, patched at load)
   MapValue,   // dst = address of the value of array map `imm` (1 entry) + off: direct access, no call
   StackAddr,  // dst = fp + off (off negative; a stack object reserved by the function)

@@ -1141,10 +1141,16 @@ Val Lowerer::inc_dec(const Expr& e, const Type& t) {
     return int_val(post ? old : b_.mov(r), t);
   }
   VregId key = map_key(e.args[0]);
-  Val old = map_read_key(e.args[0], key);
-  VregId nv = b_.alu_imm(AluOp::Add, old.reg, delta);
-  map_write_key(e.args[0], key, int_val(nv, t));
-  return int_val(post ? old.reg : nv, t);
+  // One atomic add on the entry (created when missing): two CPUs stepping
+  // the same element both count, and each sees its own value (a limit
+  // checked against `@n++` holds exactly).
+  VregId old = b_.vreg();
+  b_.imm_to(old, 0);
+  auto [ptr, join] = map_entry(e.args[0], key);
+  b_.mov_to(old, b_.atomic_fetch_add(ptr, 0, b_.imm(delta)));
+  b_.jump(join);
+  b_.set_block(join);
+  return int_val(post ? old : b_.alu_imm(AluOp::Add, old, delta), t);
 }
 
 // A USDT argument: a register of struct pt_regs, a constant, or user

@@ -33,7 +33,9 @@ std::string print_inst(const Inst& i) {
     case Opcode::Load: return fmt::format("{} = {}", v(i.dst), mem(i));
     case Opcode::Store: return fmt::format("{} = {}", mem(i), v(i.b));
     case Opcode::StoreImm: return fmt::format("{} = {}", mem(i), i.imm);
-    case Opcode::AtomicAdd: return fmt::format("lock {} += {}", mem(i), v(i.b));
+    case Opcode::AtomicAdd:
+      if (i.dst != kNoVreg) return fmt::format("{} = lock fetch {} += {}", v(i.dst), mem(i), v(i.b));
+      return fmt::format("lock {} += {}", mem(i), v(i.b));
     case Opcode::MapFd: return fmt::format("{} = map {}", v(i.dst), i.imm);
     case Opcode::MapValue: return fmt::format("{} = &map {} value {:+}", v(i.dst), i.imm, i.off);
     case Opcode::StackAddr: return fmt::format("{} = fp {:+}", v(i.dst), i.off);

@@ -131,6 +131,23 @@ class TraceTest(unittest.TestCase):
                          ["work returned 4", "n=3", "work returned 6", "work returned 8", "work returned 10",
                           "hello uprobe bob"], run)
 
+    def test_max_events_from_two_cpus(self):
+        # Two loops of getppid(2) on both CPUs: -M prints exactly that many
+        # events, none more (each is counted by one atomic add) and none
+        # fewer (the tool exits once all of them have printed).
+        loop = os.path.join(HELPERS, "syscall_loop")
+        p = start_tool(["trace", "-M", "3000", 't:syscalls:sys_enter_getppid (comm == "syscall_loop")'])
+        try:
+            procs = [subprocess.Popen(["taskset", "-c", str(c), loop, "getppid", "100000"]) for c in (0, 1)]
+            for q in procs:
+                q.wait(timeout=30)
+        finally:
+            run = p.finish(timeout=10)
+        self.assertEqual(run.rc, 0, run)
+        rows = [l for l in run.lines[1:] if l.strip()]
+        self.assertEqual(len(rows), 3000, run.stderr)
+        self.assertTrue(all(LINE.match(r) and r.split()[2] == "syscall_loop" for r in rows))
+
     def test_usdt_max_events_and_time_columns(self):
         # tick(i, total) for i in 0..9: the predicate keeps i >= 2; -M 3 ends
         # the tool by itself after three events.
