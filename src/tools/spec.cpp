@@ -72,6 +72,27 @@ std::string cast_of(std::string_view type) {
   return "";  // another type (gfp_t, a pointer): the expression's own
 }
 
+// The signature's parameters are the function's arguments, in order: at
+// its entry (p:) `size` of malloc(size_t size) is arg0; in other probes a
+// parameter's name is an error saying why.
+void name_parameters(lang::SplicedValue& v, std::string_view signature, std::string_view type) {
+  if (trim(signature).empty()) return;
+  const std::vector<Piece> params = split(signature, Piece{0, static_cast<uint32_t>(signature.size())}, ',');
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string_view p = signature.substr(params[i].begin, params[i].end - params[i].begin);
+    size_t cut = p.rfind('*');
+    if (cut == std::string_view::npos) cut = p.rfind(' ');
+    std::string pname(trim(cut == std::string_view::npos ? p : p.substr(cut + 1)));
+    if (pname.empty()) continue;
+    if (type == "p")
+      v.aliases.emplace_back(pname, fmt::format("arg{}", i));
+    else
+      v.aliases.emplace_back(pname, fmt::format("!{}: the arguments of a function are known at its entry (p:), "
+                                                "not in a {} probe",
+                                                pname, type == "r" ? "return (r:)" : "tracepoint or USDT"));
+  }
+}
+
 }  // namespace
 
 std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const std::string& origin,
@@ -129,22 +150,7 @@ std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const
   }
   v.parts.push_back({.name = option, .kind = lang::SplicedPart::Kind::Probe, .text = probe});
 
-  // The signature's parameters are the function's arguments, in order.
-  if (!trim(signature).empty()) {
-    const std::vector<Piece> params = split(signature, Piece{0, static_cast<uint32_t>(signature.size())}, ',');
-    for (size_t i = 0; i < params.size(); ++i) {
-      std::string_view p = std::string_view(signature).substr(params[i].begin, params[i].end - params[i].begin);
-      size_t cut = p.rfind('*');
-      if (cut == std::string_view::npos) cut = p.rfind(' ');
-      std::string pname(trim(cut == std::string_view::npos ? p : p.substr(cut + 1)));
-      if (pname.empty()) continue;
-      if (type == "p") v.aliases.emplace_back(pname, fmt::format("arg{}", i));
-      else
-        v.aliases.emplace_back(pname, fmt::format("!{}: the arguments of a function are known at its entry (p:), "
-                                                  "not in a {} probe",
-                                                  pname, type == "r" ? "return (r:)" : "tracepoint or USDT"));
-    }
-  }
+  name_parameters(v, signature, type);
   // bcc numbers a USDT probe's arguments from 1 (bpf_usdt_readarg), bpftrace from 0.
   if (type == "u")
     for (int i = 1; i <= 12; ++i) v.aliases.emplace_back(fmt::format("arg{}", i), fmt::format("arg{}", i - 1));
@@ -359,22 +365,7 @@ std::optional<lang::SplicedValue> trace_specifier(const std::string& option, con
   }
   v.parts.push_back({.name = option, .kind = lang::SplicedPart::Kind::Probe, .text = probe});
 
-  // The signature's parameters are the function's arguments, in order.
-  if (!trim(signature).empty()) {
-    const std::vector<Piece> params = split(signature, Piece{0, static_cast<uint32_t>(signature.size())}, ',');
-    for (size_t k = 0; k < params.size(); ++k) {
-      std::string_view p = std::string_view(signature).substr(params[k].begin, params[k].end - params[k].begin);
-      size_t cut = p.rfind('*');
-      if (cut == std::string_view::npos) cut = p.rfind(' ');
-      std::string pname(trim(cut == std::string_view::npos ? p : p.substr(cut + 1)));
-      if (pname.empty()) continue;
-      if (type == "p") v.aliases.emplace_back(pname, fmt::format("arg{}", k));
-      else
-        v.aliases.emplace_back(
-            pname,
-            fmt::format("!{}: a function's arguments are known at its entry (p:), not at its return (r:)", pname));
-    }
-  }
+  name_parameters(v, signature, type);
   // bcc counts the arguments from 1, bpftrace from 0.
   for (int k = 1; k <= 12; ++k) {
     std::string to = fmt::format("arg{}", k - 1);
