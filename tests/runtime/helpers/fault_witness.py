@@ -3,7 +3,7 @@
 
 usage: fault_witness.py BPFSCOPE N PROGRAM
 Runs `BPFSCOPE -c "fault_witness.py --work N" -e PROGRAM`: the child, named
-bsfault, makes N openat() calls whose path is the unmapped user address 16,
+bsfPID (this run's pid), makes N openat() calls whose path is the unmapped user address 16,
 so that each call takes kernel page faults at address 16
 (exceptions:page_fault_kernel) in getname(), and more in any probe that
 reads the path. A tracefs instance with the same event enabled, filtered to
@@ -19,7 +19,8 @@ import sys
 
 if sys.argv[1] == "--work":
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(15, b"bsfault", 0, 0, 0)  # PR_SET_NAME
+    comm = sys.argv[3] if len(sys.argv) > 3 else "bsfault"
+    libc.prctl(15, comm.encode(), 0, 0, 0)  # PR_SET_NAME
     for _ in range(int(sys.argv[2])):
         libc.syscall(257, -100, ctypes.c_void_p(16), 0)  # openat(AT_FDCWD, 16, 0): EFAULT
     sys.exit(0)
@@ -29,14 +30,17 @@ tracing = "/sys/kernel/tracing"
 if not os.path.exists(tracing + "/events"):
     subprocess.run(["mount", "-t", "tracefs", "tracefs", tracing], check=True)
 inst = "%s/instances/bpfscope_witness_%d" % (tracing, os.getpid())
+# The child's name is this run's own: two runs at once (a suite beside
+# another) do not count each other's faults.
+comm = "bsf%d" % os.getpid()
 os.mkdir(inst)
 try:
     event = inst + "/events/exceptions/page_fault_kernel"
     with open(event + "/filter", "w") as f:
-        f.write('address == 16 && comm == "bsfault"')
+        f.write('address == 16 && comm == "%s"' % comm)
     with open(event + "/enable", "w") as f:
         f.write("1")
-    run = subprocess.run([bpfscope, "-c", "%s %s --work %s" % (sys.executable, os.path.abspath(__file__), n),
+    run = subprocess.run([bpfscope, "-c", "%s %s --work %s %s" % (sys.executable, os.path.abspath(__file__), n, comm),
                           "-e", program], capture_output=True, text=True, timeout=120)
     with open(event + "/enable", "w") as f:
         f.write("0")
