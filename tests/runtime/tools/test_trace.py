@@ -204,6 +204,39 @@ class TraceTest(unittest.TestCase):
                          run)
         self.assertEqual(events(run, "work"), [], run)
 
+    def test_thread_filter(self):
+        # -L keeps one thread: a process whose main thread and a second
+        # thread each call getppid(2) 4 times; only the second's show.
+        code = ("import os, sys, threading\n"
+                "go = threading.Event()\n"
+                "def calls():\n"
+                "    for _ in range(4): os.getppid()\n"
+                "t = threading.Thread(target=lambda: (print(threading.get_native_id(), flush=True),"
+                " go.wait(), calls()))\n"
+                "t.start(); sys.stdin.readline(); go.set(); calls(); t.join()\n")
+        child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            tid = int(child.stdout.readline())
+            p = start_tool(["trace", "-L", str(tid), "t:syscalls:sys_enter_getppid"])
+            try:
+                child.stdin.write("go\n")
+                child.stdin.flush()
+                child.wait(timeout=15)
+                import time
+                time.sleep(0.5)
+            finally:
+                p.stop()
+            run = p.finish()
+        finally:
+            child.kill()
+            child.wait()
+            child.stdin.close()
+            child.stdout.close()
+        self.assertEqual(run.rc, 0, run)
+        got = events(run, "sys_enter_getppid")
+        self.assertEqual([(pid, t) for pid, t, _, _ in got], [(child.pid, tid)] * 4, run)
+
     def test_leaves_out_its_own_events(self):
         # trace's output goes through libc's write() to fd 1 too: as bcc's
         # trace, it leaves out its own events (else each line would trace
