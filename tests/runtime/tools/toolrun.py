@@ -91,13 +91,20 @@ class Run:
 
     def missed(self):
         """Events the run says it missed: probe firings the kernel skipped
-        (a BPF program already running on that CPU) and ring buffer losses."""
+        (a BPF program already running on that CPU) and ring buffer losses;
+        in text, warnings on stderr, with -f json, "missed" and
+        "lost_events" messages on stdout."""
         n = 0
         for line in self.stderr.splitlines():
             m = re.match(r"^WARNING: .+: (\d+) firings? (was|were) missed", line) or \
                 re.match(r"^WARNING: Total lost event count: (\d+)", line)
             if m:
                 n += int(m.group(1))
+        for line in self.lines:
+            if not line.startswith('{"type": "missed"') and not line.startswith('{"type": "lost_events"'):
+                continue
+            msg = json.loads(line)
+            n += msg["data"]["firings"] if msg["type"] == "missed" else msg["data"]["events"]
         return n
 
     def __repr__(self):
