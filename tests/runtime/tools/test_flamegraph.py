@@ -255,7 +255,7 @@ class FlameGraphRunTest(unittest.TestCase):
 
     def test_offwake_graph_of_offwaketime(self):
         with Work("sleep", 20, 5, "pipe", 15, 12) as w:
-            run = run_tool(["offwaketime", "-p", str(w.pid), "--flamegraph", self.svg], w.run)
+            run = run_tool(["-k", "offwaketime", "-p", str(w.pid), "--flamegraph", self.svg], w.run)
         self.assertEqual(run.rc, 0, run)
         if not browser.CHROMIUM:
             self.skipTest("chromium not installed")
@@ -272,7 +272,14 @@ class FlameGraphRunTest(unittest.TestCase):
         sep = above.index("--")
         self.assertTrue({"anon_pipe_read", "pipe_read"} & set(above[:sep]), r)
         waker = above[sep + 1:]
-        self.assertTrue({"anon_pipe_write", "pipe_write"} & set(waker), r)
+        if not {"anon_pipe_write", "pipe_write"} & set(waker):
+            # The kernel could not take the waker's kernel stack (once in
+            # the ASan job): the run (-k) says so, at the waker's kstack.
+            self.assertIn("WARNING: Failed to get_stackid", run.stderr, r)
+            self.assertIn("@wk[$p->pid] = kstack(bcc);", run.stderr, r)
+        else:
+            self.assertLess(waker.index("pipe_write" if "pipe_write" in waker else "anon_pipe_write"),
+                            waker.index("cpu_wake"), r)
         self.assertLess(waker.index("cpu_wake"), waker.index("waker_main"), r)
         self.assertEqual(waker[-1], "cpu_work", r)
 

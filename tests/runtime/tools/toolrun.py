@@ -50,10 +50,20 @@ class TraceInstance:
             raise
         return self
 
-    def count(self):
+    def count(self, but_pid=None):
+        """Records so far; with but_pid, less those whose current task was
+        that process (an event in an interrupt shows the task it interrupted)."""
         name = self.event.split("/")[-1] + ":"
+        n = 0
         with open(os.path.join(self.dir, "trace")) as f:
-            return sum(1 for line in f if name in line)
+            for line in f:
+                if name not in line:
+                    continue
+                m = re.match(r"^\s*.*-(\d+)\s+\[", line)
+                if but_pid is not None and m and int(m.group(1)) == but_pid:
+                    continue
+                n += 1
+        return n
 
     def lost(self):
         """Records the instance's ring buffer dropped (overrun), all CPUs."""
