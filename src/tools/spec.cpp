@@ -72,6 +72,17 @@ std::string cast_of(std::string_view type) {
   return "";  // another type (gfp_t, a pointer): the expression's own
 }
 
+// The attach point of a p, r or u probe: USDT in a library, a uprobe or
+// uretprobe in one, a kprobe or kretprobe without one. A library given by
+// name is found as bcc finds it: "c" is libc.
+std::string function_probe(std::string_view type, const std::string& lib, const std::string& func) {
+  std::string library = lib;
+  if (!lib.empty() && lib.find('/') == std::string::npos && !lib.starts_with("lib")) library = "lib" + lib;
+  if (type == "u") return fmt::format("usdt:{}:{}", library, func);
+  if (lib.empty()) return fmt::format("{}:{}", type == "p" ? "kprobe" : "kretprobe", func);
+  return fmt::format("{}:{}:{}", type == "p" ? "uprobe" : "uretprobe", library, func);
+}
+
 // The signature's parameters are the function's arguments, in order: at
 // its entry (p:) `size` of malloc(size_t size) is arg0; in other probes a
 // parameter's name is an error saying why.
@@ -127,27 +138,13 @@ std::optional<lang::SplicedValue> bcc_specifier(const std::string& option, const
   }
   const std::string name = func.substr(0, open);
   const std::string signature = func.substr(open + 1, func.size() - open - 2);
-  // A library given by name, as bcc finds it: "c" is libc.
-  std::string library = lib;
-  if (!lib.empty() && lib.find('/') == std::string::npos && !lib.starts_with("lib")) library = "lib" + lib;
-  std::string probe;
-  if (type == "t") {
-    if (lib.empty()) {
-      why = "a tracepoint needs its category: t:CATEGORY:EVENT()";
-      return std::nullopt;
-    }
-    probe = fmt::format("tracepoint:{}:{}", lib, name);
-  } else if (type == "u") {
-    if (lib.empty()) {
-      why = "a USDT probe needs its binary or library: u:LIBRARY:PROBE()";
-      return std::nullopt;
-    }
-    probe = fmt::format("usdt:{}:{}", library, name);
-  } else if (lib.empty()) {
-    probe = fmt::format("{}:{}", type == "p" ? "kprobe" : "kretprobe", name);
-  } else {
-    probe = fmt::format("{}:{}:{}", type == "p" ? "uprobe" : "uretprobe", library, name);
+  if (lib.empty() && (type == "t" || type == "u")) {
+    why = type == "t" ? "a tracepoint needs its category: t:CATEGORY:EVENT()"
+                      : "a USDT probe needs its binary or library: u:LIBRARY:PROBE()";
+    return std::nullopt;
   }
+  const std::string probe =
+      type == "t" ? fmt::format("tracepoint:{}:{}", lib, name) : function_probe(type, lib, name);
   v.parts.push_back({.name = option, .kind = lang::SplicedPart::Kind::Probe, .text = probe});
 
   name_parameters(v, signature, type);
@@ -341,20 +338,11 @@ std::optional<lang::SplicedValue> trace_specifier(const std::string& option, con
       why = type == "u" ? "a USDT probe is u:LIBRARY[:PROVIDER]:PROBE" : "no function";
       return std::nullopt;
     }
-    // A library given by name, as bcc finds it: "c" is libc.
-    std::string library = lib;
-    if (!lib.empty() && lib.find('/') == std::string::npos && !lib.starts_with("lib")) library = "lib" + lib;
-    if (type == "u") {
-      if (lib.empty()) {
-        why = "a USDT probe needs its binary or library: u:LIBRARY[:PROVIDER]:PROBE";
-        return std::nullopt;
-      }
-      probe = fmt::format("usdt:{}:{}", library, func);
-    } else if (lib.empty()) {
-      probe = fmt::format("{}:{}", type == "p" ? "kprobe" : "kretprobe", func);
-    } else {
-      probe = fmt::format("{}:{}:{}", type == "p" ? "uprobe" : "uretprobe", library, func);
+    if (type == "u" && lib.empty()) {
+      why = "a USDT probe needs its binary or library: u:LIBRARY[:PROVIDER]:PROBE";
+      return std::nullopt;
     }
+    probe = function_probe(type, lib, func);
     // func+0x12: the FUNC column shows the function.
     if (type != "u") func = func.substr(0, func.find('+'));
   }
