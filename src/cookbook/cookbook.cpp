@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "bpf/bpf.h"
+
 namespace bpfscope::cookbook {
 
 extern const char kEmbeddedText[];
@@ -170,34 +172,13 @@ int print_examples(std::string_view what, FILE* out, FILE* err) {
   return 0;
 }
 
-bool glob_match(std::string_view pattern, std::string_view name) {
-  // Iterative with one backtrack point, as fnmatch without brackets.
-  size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
-  while (n < name.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
-      ++p;
-      ++n;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = n;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      n = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
 Found find_replacement(std::string_view function) {
   const Cookbook& book = embedded();
   Found best{nullptr, nullptr};
   for (const auto& e : book.entries)
     for (const auto& r : e.kernel) {
       if (r.function == function) return {&e, &r};
-      if (glob_match(r.function, function) &&
+      if (bpf::glob_match(r.function, function) &&
           (!best.replacement || literal_chars(r.function) > literal_chars(best.replacement->function)))
         best = {&e, &r};
     }

@@ -64,7 +64,5 @@ struct Found {
 };
 Found find_replacement(std::string_view function);
 
-// fnmatch-style '*' and '?' matching, as the table's globs are written.
-bool glob_match(std::string_view pattern, std::string_view name);
 
 }  // namespace bpfscope::cookbook

@@ -1,4 +1,5 @@
 // The cookbook's data (docs/one-liners.md, embedded) and its lookups.
+#include "bpf/bpf.h"
 #include "cookbook/cookbook.h"
 
 #include <gtest/gtest.h>
@@ -44,12 +45,12 @@ TEST(Cookbook, ParseErrorsNameTheLine) {
 }
 
 TEST(Cookbook, Glob) {
-  EXPECT_TRUE(glob_match("udp*_sendmsg", "udp_sendmsg"));
-  EXPECT_TRUE(glob_match("udp*_sendmsg", "udpv6_sendmsg"));
-  EXPECT_TRUE(glob_match("tcp_*", "tcp_sendmsg"));
-  EXPECT_FALSE(glob_match("tcp_*", "tcp"));
-  EXPECT_TRUE(glob_match("tcp?", "tcp6"));
-  EXPECT_FALSE(glob_match("udp_sendmsg", "udp_sendmsgx"));
+  EXPECT_TRUE(bpf::glob_match("udp*_sendmsg", "udp_sendmsg"));
+  EXPECT_TRUE(bpf::glob_match("udp*_sendmsg", "udpv6_sendmsg"));
+  EXPECT_TRUE(bpf::glob_match("tcp_*", "tcp_sendmsg"));
+  EXPECT_FALSE(bpf::glob_match("tcp_*", "tcp"));
+  EXPECT_TRUE(bpf::glob_match("tcp?", "tcp6"));
+  EXPECT_FALSE(bpf::glob_match("udp_sendmsg", "udp_sendmsgx"));
 }
 
 TEST(Cookbook, ReplacementExactThenMostSpecificGlob) {
