@@ -373,6 +373,15 @@ std::string synopsis(const Tool& tool) {
   return s;
 }
 
+std::string metric_labels(const output::MetricNaming& naming) {
+  std::string labels;
+  for (const auto& set : naming.labels) {
+    labels += labels.empty() ? "" : " or ";
+    for (size_t i = 0; i < set.size(); ++i) labels += (i ? ", " : "") + set[i];
+  }
+  return labels;
+}
+
 std::string usage(const Tool& tool) {
   std::string s = fmt::format("Usage: {} [OPTION...]{}\n{}\n\n{}\n", tool.name, tool.args.empty() ? "" : " [ARG...]",
                               tool.about, synopsis(tool));
@@ -399,17 +408,11 @@ std::string usage(const Tool& tool) {
   s += fmt::format("  {:<27}{}\n", "-h, --help", "Show this help");
   s += fmt::format("  {:<27}{}\n", "    --source", "Print the tool's script");
   for (const auto& n : tool.notes) s += "\n" + wrap(n, 78);
-  if (tool.percentiles)
-    s += "\n" + wrap("Each histogram is followed by its estimated p50, p90, p99 and p99.9, interpolated within "
-                     "the buckets (in JSON, the hist message's \"percentiles\").", 78);
+  if (tool.percentiles) s += "\n" + wrap(std::string(kPercentilesNote), 78);
   if (!tool.metrics.empty()) {
     s += "\nMETRICS (--prometheus [ADDR:]PORT serves them on /metrics):\n";
     for (const auto& m : tool.metrics) {
-      std::string labels;
-      for (const auto& set : m.naming.labels) {
-        labels += labels.empty() ? "" : " or ";
-        for (size_t i = 0; i < set.size(); ++i) labels += (i ? ", " : "") + set[i];
-      }
+      const std::string labels = metric_labels(m.naming);
       s += fmt::format("  bpfscope_{}{}: {}\n", m.naming.name, labels.empty() ? "" : " by " + labels,
                        m.naming.help);
     }

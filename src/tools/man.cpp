@@ -136,9 +136,7 @@ std::string man_page(const Tool& tool, std::string_view version, std::string_vie
   s += "\n.SH DESCRIPTION\n";
   s += esc(tool.about) + "\n";
   for (const auto& n : tool.notes) s += ".PP\n" + esc(n) + "\n";
-  if (tool.percentiles)
-    s += ".PP\nEach histogram is followed by its estimated p50, p90, p99 and p99.9, interpolated within the "
-         "buckets (in JSON, the hist message's \"percentiles\").\n";
+  if (tool.percentiles) s += ".PP\n" + esc(std::string(kPercentilesNote)) + "\n";
   s += fmt::format(
       ".PP\n{0} is a tool of\n.BR bpfscope (8):\n"
       "a bpftrace program that bpfscope carries built in, run as \\fBbpfscope {0}\\fR.\n"
@@ -175,11 +173,7 @@ std::string man_page(const Tool& tool, std::string_view version, std::string_vie
   if (!tool.metrics.empty()) {
     s += ".SH METRICS\nWith \\fB\\-\\-prometheus\\fR [\\fIADDR\\fR:]\\fIPORT\\fR, served on /metrics:\n";
     for (const auto& m : tool.metrics) {
-      std::string labels;
-      for (const auto& set : m.naming.labels) {
-        labels += labels.empty() ? "" : " or ";
-        for (size_t i = 0; i < set.size(); ++i) labels += (i ? ", " : "") + set[i];
-      }
+      const std::string labels = metric_labels(m.naming);
       s += fmt::format(".TP\n.B bpfscope_{}\n{}{}\n", esc(m.naming.name), esc(m.naming.help),
                        labels.empty() ? "" : esc(" (labels: " + labels + ")"));
     }

@@ -191,6 +191,15 @@ std::string man_page(const Tool& tool, std::string_view version, std::string_vie
 std::string program_man_page(std::string_view help, std::string_view about, std::string_view description,
                              std::string_view version, std::string_view date);
 
+// What -h and the man page say of a `percentiles: yes` tool's histograms.
+inline constexpr std::string_view kPercentilesNote =
+    "Each histogram is followed by its estimated p50, p90, p99 and p99.9, interpolated within the buckets (in "
+    "JSON, the hist message's \"percentiles\").";
+
+// A metric's label sets as -h and the man page list them: "pid, comm or
+// key" ("" without labels).
+std::string metric_labels(const output::MetricNaming& naming);
+
 // The one-line usage synopsis ("USAGE: tcplife [-h] [-p PID] [-4] ...").
 std::string synopsis(const Tool& tool);
 
