@@ -102,19 +102,18 @@ class Run:
     def missed(self):
         """Events the run says it missed: probe firings the kernel skipped
         (a BPF program already running on that CPU) and ring buffer losses;
-        in text, warnings on stderr, with -f json, "missed" and
-        "lost_events" messages on stdout."""
+        warnings on stderr, or with -f json its "missed" and "lost_events"
+        messages on stdout (a script's run says it in both: counted once)."""
         n = 0
         for line in self.stderr.splitlines():
             m = re.match(r"^WARNING: .+: (\d+) firings? (was|were) missed", line) or \
                 re.match(r"^WARNING: Total lost event count: (\d+)", line)
             if m:
                 n += int(m.group(1))
-        for line in self.lines:
-            if not line.startswith('{"type": "missed"') and not line.startswith('{"type": "lost_events"'):
-                continue
-            msg = json.loads(line)
-            n += msg["data"]["firings"] if msg["type"] == "missed" else msg["data"]["events"]
+        reported = [json.loads(l) for l in self.lines
+                    if l.startswith('{"type": "missed"') or l.startswith('{"type": "lost_events"')]
+        if reported:
+            n = sum(m["data"]["firings"] if m["type"] == "missed" else m["data"]["events"] for m in reported)
         return n
 
     def __repr__(self):
