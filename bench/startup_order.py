@@ -12,6 +12,7 @@ functions of bpfscope's own object that ran, program by program (the first
 program's first), are the list. A stale list costs only memory: a name the
 link no longer has is skipped.
 """
+import glob
 import os
 import re
 import subprocess
@@ -51,6 +52,25 @@ def functions(callgrind_out, binary):
     return names
 
 
+# Static C libraries built without per-function sections: naming one of
+# their functions moves its whole object (libbpf.o: 90 kB of text) into the
+# list's place. Their functions go last in each program's group, so that
+# they do not split the group's own run of functions.
+WHOLE_OBJECT_ARCHIVES = ("libbpf.a", "libelf.a", "libz.a")
+
+
+def whole_object_functions():
+    names = set()
+    for archive in WHOLE_OBJECT_ARCHIVES:
+        path = subprocess.run(["cc", f"-print-file-name={archive}"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        if not os.path.isabs(path):
+            continue
+        out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True).stdout
+        names.update(f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3)
+    return names
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -58,19 +78,25 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(here), "cmake", "startup-order.txt")
-    order, seen = [], set()
+    # _start (crt1.o's section; callgrind names it by address) and crtbegin.o's
+    # frame_dummy run first.
+    order, seen = ["_start", "frame_dummy"], {"_start", "frame_dummy"}
+    whole = whole_object_functions()
     with tempfile.TemporaryDirectory() as tmp:
         for i, prog in enumerate(PROGRAMS):
             cg = os.path.join(tmp, f"cg.{i}")
+            # A run may fork (a child of its own): each process writes its
+            # own file, the parent (the lowest pid) first.
             args = [a.replace("{tmp}", tmp) for a in prog]
             subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
-                            f"--callgrind-out-file={cg}", binary, "-q", *args],
+                            f"--callgrind-out-file={cg}.%p", binary, *args],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=600, check=True)
-            names = functions(cg, binary)
-            new = [n for n in names if n not in seen]
+            outs = sorted(glob.glob(cg + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+            names = [n for out in outs for n in functions(out, binary)]
+            new = list(dict.fromkeys(n for n in names if n not in seen))
             seen.update(new)
-            order += new
+            order += [n for n in new if n not in whole] + [n for n in new if n in whole]
             print(f"{' '.join(prog)[:60]}: {len(names)} functions, {len(new)} new",
                   file=sys.stderr)
     with open(out, "w") as f:

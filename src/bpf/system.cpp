@@ -5,7 +5,6 @@
 
 #include "bpf/bpf.h"
 #include "bpf/internal.h"
-#include "bpf/libbpf_bpf.h"
 
 namespace bpfscope::bpf {
 
@@ -49,11 +48,20 @@ std::vector<int> online_cpus() {
   return cpus;
 }
 
+// The CPUs in /sys/devices/system/cpu/possible, counted as libbpf counts
+// them for per-CPU values; read here rather than through
+// libbpf_num_possible_cpus(), whose code lies far into libbpf.o's 90 kB of
+// text, away from the rest libbpf runs at start (one more 64 KiB window
+// resident at every start: BENCHMARKS.md, "Start and memory against ply").
 int possible_cpus() {
-  int n = libbpf_num_possible_cpus();
-  if (n > 0) return n;
-  long conf = ::sysconf(_SC_NPROCESSORS_CONF);
-  return conf > 0 ? static_cast<int>(conf) : 1;
+  static const int n = [] {
+    std::vector<int> cpus;
+    auto text = detail::read_text_file("/sys/devices/system/cpu/possible");
+    if (text && parse_cpu_list(*text, cpus) && !cpus.empty()) return static_cast<int>(cpus.size());
+    long conf = ::sysconf(_SC_NPROCESSORS_CONF);
+    return conf > 0 ? static_cast<int>(conf) : 1;
+  }();
+  return n;
 }
 
 bool has_kprobe_support() { return detail::path_exists("/sys/bus/event_source/devices/kprobe"); }

@@ -305,6 +305,8 @@ TEST(System, Cpus) {
   ASSERT_FALSE(online.empty());
   EXPECT_GE(possible_cpus(), static_cast<int>(online.size()));
   for (int c : online) EXPECT_LT(c, possible_cpus());
+  // Per-CPU values come in possible_cpus() slots: the count libbpf gives.
+  EXPECT_EQ(possible_cpus(), libbpf_num_possible_cpus());
   EXPECT_EQ(static_cast<long>(online.size()), ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
