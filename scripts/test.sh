@@ -46,7 +46,8 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libpr
   # the tests read (tests/output/metrics_test.cpp, tests/runtime/tools/metricsrun.py), and
   # the server that scrapes bpfscope endpoints in tests/runtime/tools/test_prometheus.py.
   # libmicrohttpd-dev: the metrics endpoint's HTTP module; libprotobuf-dev and
-  # protobuf-compiler: its protobuf pages (native histograms). lld: the release link
+  # protobuf-compiler: the test that reads its protobuf pages back
+  # (tests/output/metrics_proto_test.cpp). lld: the release link
   # that places start-up functions together (CMakeLists.txt, BPFSCOPE_ORDER_TEXT).
   # man-db, groff, mandoc, lintian, zsh, dpkg-dev (dpkg-shlibdeps) and file: the
   # install and package test (tests/install/test_install.py) reads the man pages,

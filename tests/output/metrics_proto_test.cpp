@@ -1,7 +1,8 @@
 // Maps as Prometheus's protobuf exposition format (src/output/metrics_proto.cpp,
 // docs/metrics.md "Native histograms"). The page is read back with the
-// classes protoc generates and protobuf's own CodedInputStream; one message
-// is also given to `protoc --decode`, which reads it without our code.
+// classes protoc generates and protobuf's own CodedInputStream, and each
+// message must be what protobuf's serializer writes for it; one message is
+// also given to `protoc --decode`, which reads it without our code.
 #include <google/protobuf/io/coded_stream.h>
 #include <gtest/gtest.h>
 
@@ -29,11 +30,15 @@ std::vector<pb::MetricFamily> families_of(const std::string& page) {
                                             static_cast<int>(page.size()));
   uint32_t size = 0;
   while (in.ReadVarint32(&size)) {
+    const int start = in.CurrentPosition();
     const auto limit = in.PushLimit(static_cast<int>(size));
     pb::MetricFamily f;
     EXPECT_TRUE(f.ParseFromCodedStream(&in));
     EXPECT_TRUE(in.ConsumedEntireMessage());
     in.PopLimit(limit);
+    // The encoder is ours (no protobuf library in bpfscope): protobuf's
+    // own serializer writes the parsed message back byte for byte.
+    EXPECT_EQ(f.SerializeAsString(), page.substr(static_cast<size_t>(start), size)) << f.name();
     out.push_back(std::move(f));
   }
   EXPECT_EQ(in.CurrentPosition(), static_cast<int>(page.size()));
