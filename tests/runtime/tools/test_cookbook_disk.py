@@ -73,6 +73,15 @@ class CookbookDiskTest(unittest.TestCase):
             r = run_json(E["disk-5"]["bpftrace"], lambda: self.writes(dev, bs=8192))
             self.assertGreaterEqual(r.maps["@"]["WS"], N * 8192, r)
 
+    def assertLostOnlyWhatWasMissed(self, mine, failed, r):
+        # One line per failed request of this device, and none lost but for
+        # the firings the kernel reported skipped. The kernel's count is of
+        # every skipped firing of block_rq_complete, on any disk (a CI
+        # neighbour's BPF program active on that CPU when the root disk
+        # completes a request): those are not all this device's.
+        self.assertLessEqual(len(mine), len(failed), r)
+        self.assertGreaterEqual(len(mine) + r.run.missed(), len(failed), r)
+
     def test_disk_6(self):
         # Writes past the tmpfs under the loop device's file fail (ENOSPC):
         # one line per failed request, with the device and -28.
@@ -84,7 +93,7 @@ class CookbookDiskTest(unittest.TestCase):
         self.assertGreaterEqual(len(failed), 12)
         self.assertTrue(all(err == errno.ENOSPC for _, err in failed), failed)
         mine = [l for l in r.printf if l.startswith("dev %d type " % ((maj << 20) | mnr))]
-        self.assertEqual(len(mine), len(failed) - r.run.missed(), r)
+        self.assertLostOnlyWhatWasMissed(mine, failed, r)
         self.assertEqual(mine[0], "dev %d type WS error -28\n" % ((maj << 20) | mnr), r)
 
     def test_disk_6_trace(self):
@@ -98,7 +107,7 @@ class CookbookDiskTest(unittest.TestCase):
             r = run_json(E["disk-6"]["bcc"], lambda: failed.extend(dev.failed_io(range(268), bs=4096, write=True)))
         self.assertGreaterEqual(len(failed), 12)
         mine = [ev["msg"] for ev in r.events if ev["msg"].startswith("dev %s type " % devno)]
-        self.assertEqual(len(mine), len(failed) - r.run.missed(), r)
+        self.assertLostOnlyWhatWasMissed(mine, failed, r)
         self.assertEqual(mine[0], "dev %s type WS error -28" % devno, r)
 
     def test_disk_7(self):

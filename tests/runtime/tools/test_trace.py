@@ -83,8 +83,12 @@ class TraceTest(unittest.TestCase):
         self.assertTrue(all(e == errno.ENOSPC for _, e in failed), failed)
         self.assertGreater(fired, 0)
         mine = [e for e in events(run, "block_rq_complete") if e[3].startswith(prefix)]
-        # Each failed request the kernel fired for is a line, or one the run reports missed.
-        self.assertEqual(len(mine) + run.missed(), fired, (fired, run))
+        # Each failed request the kernel fired for is a line, or one the run
+        # reports missed. The run's count is of every skipped firing of
+        # block_rq_complete, on any disk (the root disk's completions while
+        # a CI neighbour's BPF program runs on that CPU), not only this one's.
+        self.assertLessEqual(len(mine), fired, (fired, run))
+        self.assertGreaterEqual(len(mine) + run.missed(), fired, (fired, run))
         for pid, tid, comm, msg in mine:
             self.assertEqual(msg, "dev %d type WS error %d" % (devno, -errno.ENOSPC), run)
         # Only errors pass the predicate.
