@@ -55,20 +55,35 @@ def functions(callgrind_out, binary):
 # Static C libraries built without per-function sections: naming one of
 # their functions moves its whole object (libbpf.o: 90 kB of text) into the
 # list's place. Their functions go last in each program's group, so that
-# they do not split the group's own run of functions.
+# they do not split the group's own run of functions, smaller objects first:
+# the group's last 64 KiB window then holds as many of them as it can, and
+# libbpf.o, whose functions that run lie in its first 25 kB, comes last.
 WHOLE_OBJECT_ARCHIVES = ("libbpf.a", "libelf.a", "libz.a")
 
 
 def whole_object_functions():
-    names = set()
+    """{function: text size of its archive member} for those archives."""
+    sizes = {}
     for archive in WHOLE_OBJECT_ARCHIVES:
         path = subprocess.run(["cc", f"-print-file-name={archive}"], capture_output=True,
                               text=True, check=True).stdout.strip()
         if not os.path.isabs(path):
             continue
-        out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True).stdout
-        names.update(f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3)
-    return names
+        out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True).stdout
+        names, text = [], 0  # the current member's
+        for line in out.splitlines() + [""]:
+            if not line.strip() or line.endswith(":"):
+                sizes.update((n, text) for n in names)
+                names, text = [], 0
+                continue
+            f = line.split()
+            if len(f) == 4:
+                names.append(f[3])
+                if f[2] in "tT":
+                    text += int(f[1], 16)
+            elif len(f) == 3:
+                names.append(f[2])
+    return sizes
 
 
 def main():
@@ -96,7 +111,7 @@ def main():
             names = [n for out in outs for n in functions(out, binary)]
             new = list(dict.fromkeys(n for n in names if n not in seen))
             seen.update(new)
-            order += [n for n in new if n not in whole] + [n for n in new if n in whole]
+            order += [n for n in new if n not in whole] + sorted((n for n in new if n in whole), key=whole.get)
             print(f"{' '.join(prog)[:60]}: {len(names)} functions, {len(new)} new",
                   file=sys.stderr)
     with open(out, "w") as f:
