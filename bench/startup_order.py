@@ -19,7 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+# The first is bench/ply.py's program as it runs it; the second adds what a
+# run prints without -q ("Attached 1 probe").
 PROGRAMS = (
+    ["-q", "-e", "BEGIN { exit(); }"],
     ["-e", "BEGIN { exit(); }"],
     ["-e", "tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); } "
            "interval:ms:10 { exit(); }"],
