@@ -165,4 +165,5 @@ def main():
                     os.kill(pid, signal.SIGKILL)
                     tracer.wait()
 
-main()
+if __name__ == "__main__":
+    main()
