@@ -145,4 +145,5 @@ def main():
                   f"added {a / b:.2f}" if b > 0 else "")
 
 
-main()
+if __name__ == "__main__":
+    main()

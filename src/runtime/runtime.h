@@ -23,10 +23,10 @@ inline constexpr uint32_t kStreamingRingbuf = 16u << 20;  // holds 1M printf eve
 inline constexpr uint32_t kQuietRingbuf = 256u << 10;
 inline constexpr uint32_t kSmallRingbuf = 16u << 10;  // BEGIN/END's records only (Session::ringbuf_for_program)
 // Packaged tools print an event per connection or I/O, not a stream: 1 MiB
-// (4x libbpf-tools' buffers) holds a burst of several thousand events and
-// keeps a tool near 8.5 MB RSS (the kernel maps the data pages twice, and
-// they count in RSS from the start). A connection storm can still outrun it:
-// the loss is reported, and BPFTRACE_PERF_RB_PAGES sets a larger buffer.
+// (4x libbpf-tools' buffers) holds a burst of several thousand events. The
+// reader maps a window of it (RingReader: 256 KiB while the events are
+// few), so a tool stays near 5 MB RSS. A connection storm can still outrun
+// it: the loss is reported, and BPFTRACE_PERF_RB_PAGES sets a larger buffer.
 inline constexpr uint32_t kToolRingbuf = 1u << 20;
 
 class MetricsEndpoint;

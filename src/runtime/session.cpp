@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include "runtime/metrics.h"
 #include "runtime/packets.h"
 #include "runtime/printer.h"
+#include "runtime/ring_reader.h"
 #include "runtime/runtime.h"
 #include "runtime/symbolizer.h"
 #include "runtime/verifier_log.h"
@@ -310,7 +312,6 @@ class Session {
 
   ~Session() {
     if (out_ && out_ != stdout) fclose(out_);
-    if (rb_) ring_buffer__free(rb_);
     if (lost_) munmap(const_cast<uint64_t*>(lost_), lost_bytes_);
   }
 
@@ -395,7 +396,7 @@ class Session {
     detach();
     // What the probes sent before they stopped: dropped after an exit() (as
     // bpftrace drops records that follow it), printed after a signal.
-    ring_buffer__consume(rb_);
+    consume_records();
     ignore_records_ = false;
     run_kind(sema::ProbeKind::End);
     drain();
@@ -610,8 +611,9 @@ class Session {
                                                map_fds_[m_.support.build_id_stacks].get());
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());
     shared_names_ = std::make_unique<SharedResolver>(*names_, symbols_lock_);
-    rb_ = ring_buffer__new(map_fds_[m_.support.ringbuf].get(), &Session::on_record, this, nullptr);
-    if (!rb_) return fail_unlocated(fmt::format("ring buffer: {}", strerror(errno)));
+    auto ring = RingReader::open(map_fds_[m_.support.ringbuf].get(), ringbuf);
+    if (!ring) return fail_unlocated(fmt::format("ring buffer: {}", ring.error()));
+    ring_ = std::move(*ring);
     // The lost-record counter is read from memory while tracing: a bpf()
     // lookup would raise bpf_prog_active on its CPU, and the kernel skips
     // tracepoint and perf-event programs that fire there meanwhile.
@@ -1055,8 +1057,9 @@ class Session {
     return heat_file_.write(output::heatmap_svg(heat_.series(), heat_options()));
   }
 
-  static int on_record(void* ctx, void* data, size_t size) {
-    return static_cast<Session*>(ctx)->record(static_cast<const uint8_t*>(data), size);
+  static void on_record(void* ctx, const uint8_t* data, size_t size) { static_cast<Session*>(ctx)->record(data, size); }
+  void consume_records() {
+    if (ring_) ring_->consume(&Session::on_record, this);
   }
 
   int record(const uint8_t* data, size_t size) {
@@ -1221,7 +1224,7 @@ class Session {
   }
 
   void drain() {
-    ring_buffer__consume(rb_);
+    consume_records();
     if (packets_) packets_->consume();
     fflush(out_);
   }
@@ -1390,7 +1393,7 @@ class Session {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = 0;
-    epoll_ctl(ep.get(), EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb_), &ev);
+    epoll_ctl(ep.get(), EPOLL_CTL_ADD, ring_->fd(), &ev);
     ev.data.u32 = 1;
     epoll_ctl(ep.get(), EPOLL_CTL_ADD, o_.stop_fd >= 0 ? o_.stop_fd : sigfd_.get(), &ev);
     bpf::Fd pidfd;
@@ -1512,7 +1515,7 @@ class Session {
   double start_time_ = 0;  // when the probes were attached (seconds since the epoch)
   std::unique_ptr<Printer> printer_;  // how the output format prints each kind of output
   size_t heat_lines_ = 0, heat_mark_ = 0;  // the last terminal drawing: its lines, and the bytes written after it
-  ring_buffer* rb_ = nullptr;
+  std::optional<RingReader> ring_;
   std::vector<bpf::Fd> map_fds_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<PacketWriter> packets_;  // skboutput()
