@@ -122,4 +122,5 @@ def main():
     print(f"{out}: {len(order)} functions", file=sys.stderr)
 
 
-main()
+if __name__ == "__main__":
+    main()
