@@ -157,7 +157,10 @@ std::string MetricsEndpoint::page(const std::string& accept, std::string_view& c
                           ? output::MetricsFormat::OpenMetrics
                           : output::MetricsFormat::Prometheus;
   content_type = protobuf ? output::kMetricsProtobufContentType : output::metrics_content_type(format);
+  const uint64_t came = builds_.load();
   std::lock_guard one(page_);
+  if (last_.build > came && last_.protobuf == protobuf && last_.format == format) return last_.text;
+  const uint64_t build = ++builds_;
   std::vector<output::MapSnapshot> maps;
   output::RunMetrics run{.version = BPFSCOPE_VERSION};
   for (MetricsSource* source : sources_) source->collect(maps, run);
@@ -165,7 +168,8 @@ std::string MetricsEndpoint::page(const std::string& accept, std::string_view& c
   output::MetricsPage p = protobuf ? output::metrics_protobuf(maps, run, max_series_)
                                    : output::metrics_page(maps, run, format, max_series_);
   folded_ = std::move(p.series_folded);
-  return std::move(p.text);
+  last_ = {.build = build, .protobuf = protobuf, .format = format, .text = std::move(p.text)};
+  return last_.text;
 }
 
 MetricsSource::MetricsSource(const std::vector<sema::MapInfo>& maps, std::vector<int> fds,

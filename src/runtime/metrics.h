@@ -91,7 +91,19 @@ class MetricsEndpoint {
   MetricsEndpoint() = default;
 
   uint64_t max_series_ = output::kMetricsMaxSeries;
-  std::mutex page_;  // one page at a time; guards sources_ and folded_
+  std::mutex page_;  // one page at a time; guards sources_, folded_ and last_
+  // The last page built, and the number of builds started (the last's is
+  // builds_). A request answers with the last page when that page's build
+  // started after the request came: in a storm of scrapes, those that
+  // waited behind a build share the next one.
+  struct BuiltPage {
+    uint64_t build = 0;
+    bool protobuf = false;
+    output::MetricsFormat format = output::MetricsFormat::Prometheus;
+    std::string text;
+  };
+  BuiltPage last_;
+  std::atomic<uint64_t> builds_{0};
   std::vector<MetricsSource*> sources_;
   std::vector<std::pair<std::string, uint64_t>> folded_;  // keys folded into other="true" so far
   struct Module;
