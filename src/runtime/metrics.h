@@ -92,9 +92,9 @@ class MetricsEndpoint {
 
   uint64_t max_series_ = output::kMetricsMaxSeries;
   std::mutex page_;  // one page at a time; guards sources_, folded_ and last_
-  // The last page built, and the number of builds started (the last's is
-  // builds_). A request answers with the last page when that page's build
-  // started after the request came: in a storm of scrapes, those that
+  // The last page built (with its build's number) and the number of builds
+  // started so far. A request answers with the last page when that page's
+  // build started after the request came: in a storm of scrapes, those that
   // waited behind a build share the next one.
   struct BuiltPage {
     uint64_t build = 0;
