@@ -8,11 +8,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 import unittest
 
 from blockio import LoopDev, run_counted
-from toolrun import BPFSCOPE, mount_tracefs, run_tool, start_tool
+from toolrun import BPFSCOPE, mount_tracefs, run_tool
 
 ISSUE = "t:block:block_rq_issue()"
 
@@ -121,17 +120,14 @@ class ArgdistTest(unittest.TestCase):
         child = subprocess.Popen([sys.executable, "-c", code])
         try:
             spec = "p:c:usleep(unsigned int usec):u32:usec:usec==4321"
-            p = start_tool(["argdist", "-c", "-p", str(child.pid), "-C", spec,
-                            "-H", "p:c:usleep(unsigned int usec):u32:usec"])
-            try:
+            def calls():
                 libc = ctypes.CDLL("libc.so.6")
                 for _ in range(3):
                     libc.usleep(4321)
                 child.wait(timeout=10)
-                time.sleep(1.5)
-            finally:
-                p.stop()
-            run = p.finish()
+
+            run = run_tool(["argdist", "-c", "-p", str(child.pid), "-C", spec,
+                            "-H", "p:c:usleep(unsigned int usec):u32:usec"], calls, settle=1.5)
         finally:
             child.kill()
             child.wait()

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from blockio import LoopDev
@@ -102,13 +103,8 @@ class TraceTest(unittest.TestCase):
             a = opener(path, 4, delay=1.5)
             b = opener(path, 3, delay=1.5)
             try:
-                p = start_tool(["trace", "-p", str(a.pid), 't:syscalls:sys_enter_openat "%s", args->filename'])
-                try:
-                    a.wait(timeout=15)
-                    b.wait(timeout=15)
-                finally:
-                    p.stop()
-                run = p.finish()
+                run = run_tool(["trace", "-p", str(a.pid), 't:syscalls:sys_enter_openat "%s", args->filename'],
+                               lambda: (a.wait(timeout=15), b.wait(timeout=15)), settle=0)
             finally:
                 a.kill()
                 b.kill()
@@ -122,18 +118,18 @@ class TraceTest(unittest.TestCase):
 
     def test_uprobe_and_uretprobe_with_signature_and_retval(self):
         # work(i) returns 2 * i for i in 0..5; greet(who) gets "uprobe bob".
-        p = start_tool(["trace",
-                        "r:%s:work (retval >= 4) \"work returned %%d\", retval" % UPROBE,
-                        "p:%s:work(int n) (n == 3) \"n=%%d\", n" % UPROBE,
-                        "%s:greet \"hello %%s\", arg1" % UPROBE])
-        try:
+        child = None
+
+        def uprobe_target():
+            nonlocal child
             child = subprocess.Popen([UPROBE, "6", "bob"])
             child.wait(timeout=15)
-            import time
-            time.sleep(0.5)
-        finally:
-            p.stop()
-        run = p.finish()
+
+        run = run_tool(["trace",
+                        "r:%s:work (retval >= 4) \"work returned %%d\", retval" % UPROBE,
+                        "p:%s:work(int n) (n == 3) \"n=%%d\", n" % UPROBE,
+                        "%s:greet \"hello %%s\", arg1" % UPROBE],
+                       uprobe_target, settle=0.5)
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(run.lines[0], HEADER, run)
         # The probes are on the binary, for every process that runs it: the
@@ -196,16 +192,12 @@ class TraceTest(unittest.TestCase):
     def test_name_and_uid_filters(self):
         # -n keeps the processes whose name contains the text: the USDT
         # helper's ticks, not the uprobe helper's work() calls.
-        p = start_tool(["trace", "-n", "sdt_targ", "--uid", str(os.getuid()),
-                        "u:%s:tick \"%%d\", arg1" % USDT, "%s:work \"%%d\", arg1" % UPROBE])
-        try:
+        def work():
             subprocess.run([UPROBE, "3"], check=True, timeout=15)
             subprocess.run([USDT, "3"], check=True, stdout=subprocess.DEVNULL, timeout=15)
-            import time
-            time.sleep(0.5)
-        finally:
-            p.stop()
-        run = p.finish()
+
+        run = run_tool(["trace", "-n", "sdt_targ", "--uid", str(os.getuid()),
+                        "u:%s:tick \"%%d\", arg1" % USDT, "%s:work \"%%d\", arg1" % UPROBE], work, settle=0.5)
         self.assertEqual(run.rc, 0, run)
         self.assertEqual([(c, m) for _, _, c, m in events(run, "tick")], [("usdt_target", str(i)) for i in range(3)],
                          run)
@@ -225,16 +217,12 @@ class TraceTest(unittest.TestCase):
                                  text=True)
         try:
             tid = int(child.stdout.readline())
-            p = start_tool(["trace", "-L", str(tid), "t:syscalls:sys_enter_getppid"])
-            try:
+            def go():
                 child.stdin.write("go\n")
                 child.stdin.flush()
                 child.wait(timeout=15)
-                import time
-                time.sleep(0.5)
-            finally:
-                p.stop()
-            run = p.finish()
+
+            run = run_tool(["trace", "-L", str(tid), "t:syscalls:sys_enter_getppid"], go, settle=0.5)
         finally:
             child.kill()
             child.wait()
@@ -253,7 +241,6 @@ class TraceTest(unittest.TestCase):
         try:
             for _ in range(3):
                 subprocess.run(["/bin/echo", "x" * 236], check=True, stdout=subprocess.DEVNULL, timeout=15)
-            import time
             time.sleep(0.5)
         finally:
             p.stop()
@@ -275,12 +262,8 @@ class TraceTest(unittest.TestCase):
         # -U: the user stack where work() returns to: main, then libc's
         # frames (the caller of a function at its entry, before it saved
         # the frame pointer, is not in a frame-pointer stack).
-        p = start_tool(["trace", "-U", "r:%s:work (retval == 2) \"%%d\", retval" % UPROBE])
-        try:
-            subprocess.run([UPROBE, "3", "stack", "500"], check=True, timeout=15)
-        finally:
-            p.stop()
-        run = p.finish()
+        run = run_tool(["trace", "-U", "r:%s:work (retval == 2) \"%%d\", retval" % UPROBE],
+                       lambda: subprocess.run([UPROBE, "3", "stack", "500"], check=True, timeout=15), settle=0)
         self.assertEqual(run.rc, 0, run)
         i = next(k for k, l in enumerate(run.lines) if l.endswith(" work             2"))
         frames = run.lines[i + 1:run.lines.index("", i)]
@@ -290,13 +273,9 @@ class TraceTest(unittest.TestCase):
         open(path, "w").close()
         try:
             a = opener(path, 1, delay=1.5)
-            p = start_tool(["trace", "-K", "-p", str(a.pid),
-                            "t:syscalls:sys_enter_openat (str(args->filename) == \"%s\") \"%%s\", args->filename" % path])
-            try:
-                a.wait(timeout=15)
-            finally:
-                p.stop()
-            run = p.finish()
+            run = run_tool(["trace", "-K", "-p", str(a.pid),
+                            "t:syscalls:sys_enter_openat (str(args->filename) == \"%s\") \"%%s\", args->filename" % path],
+                           lambda: a.wait(timeout=15), settle=0)
         finally:
             os.unlink(path)
         self.assertEqual(run.rc, 0, run)
