@@ -1,5 +1,7 @@
 #include "runtime/packets.h"
 
+#include "runtime/clock.h"
+
 #include <bpf/libbpf.h>
 
 #include <cerrno>
@@ -30,12 +32,6 @@ static_assert(sizeof(PcapFileHeader) == 24);
 struct PcapRecordHeader {
   uint32_t ts_sec, ts_nsec, incl_len, orig_len;
 };
-
-int64_t clock_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 }  // namespace
 

@@ -29,6 +29,7 @@
 #include "bpf/libbpf_bpf.h"
 #include "cookbook/cookbook.h"
 #include "lang/diagnostics.h"
+#include "runtime/clock.h"
 #include "runtime/maps.h"
 #include "runtime/metrics.h"
 #include "runtime/packets.h"
@@ -98,12 +99,6 @@ std::string unavailable_reason(sema::ProbeKind k) {
     case sema::ProbeKind::Iter: return "";
   }
   std::unreachable();
-}
-
-uint64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
 // The clock strftime() formats: boot-clock ns plus this offset are ns since
@@ -763,9 +758,7 @@ class Session {
   // The interval probes' timers: each runs its program one period from now,
   // then every period.
   void arm_timers() {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    const uint64_t now_ns = static_cast<uint64_t>(clock_ns(CLOCK_MONOTONIC));
     for (auto& t : timers_) {
       t.due = now_ns + t.period;
       itimerspec spec{};
@@ -1172,7 +1165,7 @@ class Session {
         }
         break;
       case sema::ActionKind::Time: {
-        printer_->event(EventKind::Time, output::format_time(a.format, realtime_ns()));
+        printer_->event(EventKind::Time, output::format_time(a.format, static_cast<uint64_t>(clock_ns(CLOCK_REALTIME))));
         break;
       }
       case sema::ActionKind::Join: {
@@ -1453,20 +1446,22 @@ class Session {
     drain();
   }
 
-  // An interval probe's timer expired. Every probe's periods that passed
-  // run now, once each, in the order they fell due (the loop may have been
-  // busy for several), until exit().
+  // An interval probe's timer expired. Every probe's periods that fell due
+  // by now run, once each, in the order they fell due (the loop may have
+  // been busy for several), until exit(). What is due comes from the clock,
+  // not from each timer's count: a timer whose expiry is not delivered yet
+  // (its slack) would otherwise let another timer's later periods run first.
   void tick() {
     for (auto& t : timers_) {
       uint64_t periods = 0;
-      if (read(t.timer.get(), &periods, sizeof periods) == sizeof periods) t.pending += periods;
+      [[maybe_unused]] auto n = read(t.timer.get(), &periods, sizeof periods);  // clears the wake-up
     }
+    const uint64_t now = static_cast<uint64_t>(clock_ns(CLOCK_MONOTONIC));
     while (!exiting_) {
       Timer* next = nullptr;
       for (auto& t : timers_)
-        if (t.pending > 0 && (!next || t.due < next->due)) next = &t;
+        if (t.due <= now && (!next || t.due < next->due)) next = &t;
       if (!next) break;
-      next->pending--;
       next->due += next->period;
       if (auto r = bpf::run_once(next->prog); !r) fmt::print(stderr, "ERROR: interval: {}\n", r.error().message);
       drain();
@@ -1534,7 +1529,6 @@ class Session {
     bpf::Fd timer;
     uint64_t due = 0;  // CLOCK_MONOTONIC ns of its next period not yet run
     uint64_t period = 0;
-    uint64_t pending = 0;  // periods passed and not yet run
   };
   static constexpr uint32_t kFirstTimer = 16;  // epoll ids of the timers
   std::vector<Timer> timers_;
