@@ -211,6 +211,12 @@ Result<std::vector<Link>> attach_perf_software(int prog_fd, uint64_t config, uin
 std::vector<int> online_cpus();
 int possible_cpus();
 
+// Waits until every BPF program that is running now has returned. Programs
+// run inside RCU read-side sections, and membarrier's global command waits
+// one RCU grace period (8-20 ms here). Where it is refused (nohz_full
+// CPUs), a 20 ms sleep stands in: far longer than any program runs.
+void wait_for_programs();
+
 // Why an fentry (or fexit) program on `function` cannot load here, found by
 // loading an empty one; "" when it can.
 std::string fentry_unavailable(std::string_view function, bool exit);

@@ -1,7 +1,11 @@
-// CPU lists and kernel capability probes.
+// CPU lists, kernel capability probes, and waiting for running programs.
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <ctime>
 
 #include "bpf/bpf.h"
 #include "bpf/internal.h"
@@ -62,6 +66,13 @@ int possible_cpus() {
     return conf > 0 ? static_cast<int>(conf) : 1;
   }();
   return n;
+}
+
+void wait_for_programs() {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
+  timespec pause{.tv_sec = 0, .tv_nsec = 20'000'000};
+  while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+  }
 }
 
 bool has_kprobe_support() { return detail::path_exists("/sys/bus/event_source/devices/kprobe"); }

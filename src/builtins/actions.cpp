@@ -28,6 +28,13 @@ Val send_plain(Lowerer& l, ExprId id, const Expr& /*e*/, const Type& t) {
   return Val{.type = t};
 }
 
+// clear() and zero(): nothing is sent when folded into the print before
+// them (Action::taken): that print empties the map.
+Val send_unless_folded(Lowerer& l, ExprId id, const Expr& e, const Type& t) {
+  if (l.p_.actions[l.p_.action_of[id]].folded) return Val{.type = t};
+  return send_plain(l, id, e, t);
+}
+
 // printf() and its siblings (cat, system, errorf, warnf): the arguments
 // after the format. One divided by a floating-point literal sends its
 // integer dividend: user space divides (sema's Action::divisors).
@@ -220,16 +227,12 @@ constexpr Function kActions[] = {
      .min_args = 1,
      .max_args = 1,
      .check = [](Checker& c, ExprId id, const Expr& e) { return whole_map_action(c, id, e, ActionKind::Clear); },
-     .lower = [](Lowerer& l, ExprId id, const Expr& e, const Type& t) -> Val {
-       // A folded clear() sends nothing: its print() took the entries.
-       if (l.p_.actions[l.p_.action_of[id]].folded) return Val{.type = t};
-       return send_plain(l, id, e, t);
-     }},
+     .lower = send_unless_folded},
     {.name = "zero",
      .min_args = 1,
      .max_args = 1,
      .check = [](Checker& c, ExprId id, const Expr& e) { return whole_map_action(c, id, e, ActionKind::Zero); },
-     .lower = send_plain},
+     .lower = send_unless_folded},
     {.name = "time",
      .min_args = 0,
      .max_args = 1,

@@ -42,7 +42,7 @@ constexpr Function kMaps[] = {
        } else {
          key = l.map_key(map_expr);
        }
-       VregId r = l.b_.call(BPF_FUNC_map_delete_elem, {l.b_.map_fd(l.p_.map_of[map_expr]), key});
+       VregId r = l.b_.call(BPF_FUNC_map_delete_elem, {l.map_ptr(l.p_.map_of[map_expr]), key});
        return l.int_val(l.flag(ir::Cond::Eq, r, 0), t);
      }},
     {.name = "has_key",
@@ -61,7 +61,7 @@ constexpr Function kMaps[] = {
        const auto& m = l.map_info(e.args[0]);
        VregId key = l.scratch_ptr(l.alloc(m.key_size));
        l.copy_to(key, 0, l.expr(e.args[1]), m.key);
-       VregId ptr = l.b_.call(BPF_FUNC_map_lookup_elem, {l.b_.map_fd(l.p_.map_of[e.args[0]]), key});
+       VregId ptr = l.b_.call(BPF_FUNC_map_lookup_elem, {l.map_ptr(l.p_.map_of[e.args[0]]), key});
        return l.int_val(l.flag(ir::Cond::Ne, ptr, 0), t);
      }},
     // len(@map): the map's entry count; len(ustack) / len(kstack): the frames
@@ -112,7 +112,7 @@ constexpr Function kMaps[] = {
        // The kernel keeps a per-CPU element count for hash maps; the
        // bpf_map_sum_elem_count kfunc (6.6) sums it.
        auto kfunc = l.p_.btf->find_func("bpf_map_sum_elem_count");
-       return l.int_val(l.b_.call_kfunc(kfunc.value_or(0), {l.b_.map_fd(l.p_.map_of[e.args[0]])}), t);
+       return l.int_val(l.b_.call_kfunc(kfunc.value_or(0), {l.map_ptr(l.p_.map_of[e.args[0]])}), t);
      }},
     {.name = "count", .min_args = 0, .max_args = 0, .aggregation = output::AggKind::Count},
     {.name = "sum", .min_args = 1, .max_args = 1, .aggregation = output::AggKind::Sum},

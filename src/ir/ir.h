@@ -90,7 +90,8 @@ struct SupportMaps {
   uint32_t zero;      // a zero-filled array value, for inserting fresh aggregation entries
   uint32_t lost;      // one u64: records the ring buffer refused (mmapable: user space reads it
                       // without a bpf() call, which would hold off probes on its CPU)
-  uint32_t control;   // one u64: non-zero while the probes are held (until BEGIN has run) or stopped (exit, signal)
+  uint32_t control;   // u64s: the first non-zero while the probes are held (until BEGIN has run) or stopped
+                      // (exit, signal); then the generation of each swapped map (Module::swapped)
   uint32_t kstacks;   // stack traces for kstack (BPF_MAP_TYPE_STACK_TRACE)
   uint32_t ustacks;   // and for ustack
   uint32_t failed;    // per-CPU counts of failed updates, one slot per script map (a full map)
@@ -129,6 +130,22 @@ struct Module {
   uint32_t scratch_size = 8;        // bytes of the per-CPU scratch value
   uint32_t zero_size = 8;           // bytes of the zero map's value
   std::vector<HelperSite> sites;    // helper calls that report failures (HelperSite)
+  // The script maps that clear() or zero() empties, in slot order. Each has
+  // a second kernel map (id twin(slot)), and probes write the one that the
+  // slot's generation word names (the control value's u64 at
+  // generation_offset(slot): 0 the first, 1 the second). User space empties
+  // such a map by flipping the word, waiting for the programs still running
+  // (bpf::wait_for_programs), then taking the map that no probe writes any
+  // more: no update is lost between a read and the delete.
+  std::vector<uint32_t> swapped;
+
+  int32_t swap_slot(uint32_t map) const {
+    for (size_t s = 0; s < swapped.size(); ++s)
+      if (swapped[s] == map) return static_cast<int32_t>(s);
+    return -1;
+  }
+  uint32_t twin(size_t slot) const { return support.skb_output + 1 + static_cast<uint32_t>(slot); }
+  static int32_t generation_offset(size_t slot) { return 8 + 8 * static_cast<int32_t>(slot); }
 };
 
 // How to create map `id` (the script's maps, then the support maps), in id

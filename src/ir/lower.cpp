@@ -250,7 +250,7 @@ void Lowerer::for_map(const Stmt& s) {
   const auto index = static_cast<uint32_t>(subprograms_.size());
   subprograms_.emplace_back();
   lower_callback(s, subprograms_.back(), index, f.shared, false);
-  b_.call(BPF_FUNC_for_each_map_elem, {b_.map_fd(p_.map_of[s.expr]), b_.func_addr(index), f.cs, b_.imm(0)});
+  b_.call(BPF_FUNC_for_each_map_elem, {map_ptr(p_.map_of[s.expr]), b_.func_addr(index), f.cs, b_.imm(0)});
   close_loop_frame(f);
 }
 
@@ -1245,6 +1245,10 @@ Module lower(const sema::TypedProgram& p, const LowerOptions& options) {
   m.support = {.ringbuf = n, .scratch = n + 1, .zero = n + 2, .lost = n + 3, .control = n + 4,
                .kstacks = n + 5, .ustacks = n + 6, .failed = n + 7, .build_id_stacks = n + 8,
                .ustack_pids = n + 9, .skb_output = n + 10};
+  for (const auto& a : p.actions)
+    if ((a.kind == sema::ActionKind::Clear || a.kind == sema::ActionKind::Zero) && a.map >= 0 &&
+        m.swap_slot(static_cast<uint32_t>(a.map)) < 0)
+      m.swapped.push_back(static_cast<uint32_t>(a.map));
   for (uint32_t u = 0; u < p.units.size(); ++u) {
     const auto& unit = p.units[u];
     Function f;

@@ -9,8 +9,9 @@ namespace bpfscope::ir::detail {
 // counted in the map's slot of the failed map, and the first one on each
 // CPU (every one with -k) is sent as a record; -EEXIST, an insert that
 // raced another CPU's, is no failure.
-void Lowerer::map_update(int32_t map, VregId key, VregId val, int flags) {
-  VregId r = b_.call(BPF_FUNC_map_update_elem, {b_.map_fd(map), key, val, b_.imm(flags)});
+void Lowerer::map_update(int32_t map, VregId key, VregId val, int flags, VregId ptr) {
+  if (ptr == kNoVreg) ptr = map_ptr(static_cast<uint32_t>(map));
+  VregId r = b_.call(BPF_FUNC_map_update_elem, {ptr, key, val, b_.imm(flags)});
   uint32_t site = add_site(BPF_FUNC_map_update_elem, map);
   BlockId fail = b_.new_block(), counted = b_.new_block(), join = b_.new_block();
   b_.branch_imm(ir::Cond::SGe, r, 0, join, fail);
@@ -57,7 +58,7 @@ VregId Lowerer::map_key(ExprId id) {
 Val Lowerer::map_read_key(ExprId id, VregId key, bool report_missing) {
   const auto& m = map_info(id);
   if (m.agg != output::AggKind::Plain) return aggregate_read(id, key);
-  VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key});
+  VregId ptr = b_.call(BPF_FUNC_map_lookup_elem, {map_ptr(p_.map_of[id]), key});
   BlockId found = b_.new_block(), missing = b_.new_block(), join = b_.new_block();
   if (report_missing && opts_.helper_errors) {
     // -k: a read of an element that does not exist is reported (bpftrace
@@ -104,8 +105,9 @@ Val Lowerer::aggregate_read(ExprId id, VregId key) {
   const Type t = p_.type_of(id);
   VregId acc = b_.imm(0), count = b_.imm(0), seen = b_.imm(0);
   bool s = m.value.is_signed;
+  VregId map = map_ptr(p_.map_of[id]);
   for (uint32_t cpu = 0; cpu < opts_.possible_cpus; ++cpu) {
-    VregId ptr = b_.call(BPF_FUNC_map_lookup_percpu_elem, {b_.map_fd(p_.map_of[id]), key, b_.imm(cpu)});
+    VregId ptr = b_.call(BPF_FUNC_map_lookup_percpu_elem, {map, key, b_.imm(cpu)});
     BlockId have = b_.new_block(), next = b_.new_block();
     b_.branch_imm(ir::Cond::Eq, ptr, 0, next, have);
     b_.set_block(have);
@@ -177,7 +179,7 @@ void Lowerer::map_write_key(ExprId id, VregId key, const Val& v) {
 // continues there and must finish with jump(join) to the returned block.
 std::pair<VregId, BlockId> Lowerer::map_entry(ExprId id, VregId key) {
   zero_needed_ = std::max(zero_needed_, map_info(id).value_size);
-  VregId map = b_.map_fd(p_.map_of[id]);
+  VregId map = map_ptr(p_.map_of[id]);
   VregId ptr = b_.vreg();
   b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {map, key}));
   BlockId have = b_.new_block(), insert = b_.new_block(), join = b_.new_block();
@@ -187,8 +189,8 @@ std::pair<VregId, BlockId> Lowerer::map_entry(ExprId id, VregId key) {
   BlockId zok = b_.new_block();
   b_.branch_imm(ir::Cond::Eq, zptr, 0, join, zok);
   b_.set_block(zok);
-  map_update(p_.map_of[id], key, zptr, BPF_NOEXIST);
-  b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {b_.map_fd(p_.map_of[id]), key}));
+  map_update(p_.map_of[id], key, zptr, BPF_NOEXIST, map);
+  b_.mov_to(ptr, b_.call(BPF_FUNC_map_lookup_elem, {map, key}));
   b_.branch_imm(ir::Cond::Eq, ptr, 0, join, have);
   b_.set_block(have);
   return {ptr, join};
@@ -634,6 +636,23 @@ void Lowerer::zero(VregId dst, uint32_t off, uint32_t n) {
   copy_bytes(dst, off, zptr, n);
   b_.jump(join);
   b_.set_block(join);
+}
+
+VregId Lowerer::map_ptr(uint32_t map) {
+  const int32_t slot = m_.swap_slot(map);
+  if (slot < 0) return b_.map_fd(map);
+  VregId gen = b_.load(8, b_.map_value(m_.support.control, Module::generation_offset(static_cast<size_t>(slot))), 0);
+  VregId ptr = b_.vreg();
+  BlockId first = b_.new_block(), second = b_.new_block(), join = b_.new_block();
+  b_.branch_imm(ir::Cond::Eq, gen, 0, first, second);
+  b_.set_block(first);
+  b_.mov_to(ptr, b_.map_fd(map));
+  b_.jump(join);
+  b_.set_block(second);
+  b_.mov_to(ptr, b_.map_fd(m_.twin(static_cast<size_t>(slot))));
+  b_.jump(join);
+  b_.set_block(join);
+  return ptr;
 }
 
 // Looks up element `index` of a support array map (scratch, zero, lost,

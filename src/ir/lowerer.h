@@ -225,7 +225,14 @@ class Lowerer {
 
   VregId checked_call(int helper, std::vector<VregId> args);
 
-  void map_update(int32_t map, VregId key, VregId val, int flags);
+  // An update of script map `map`; `ptr` is the kernel map to write (from
+  // map_ptr), or kNoVreg for map_ptr(map).
+  void map_update(int32_t map, VregId key, VregId val, int flags, VregId ptr = kNoVreg);
+
+  // The kernel map of script map `map` that probes write now: for a swapped
+  // map (Module::swapped), the one its generation word names. An operation
+  // that looks up, inserts and looks up again uses one pointer throughout.
+  VregId map_ptr(uint32_t map);
 
   // ---- maps ----
   const sema::MapInfo& map_info(ExprId id) const { return p_.maps[p_.map_of[id]]; }

@@ -24,7 +24,8 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   specs[m.support.lost] = {BPF_MAP_TYPE_ARRAY, "lost", 4, 8, 1, BPF_F_MMAPABLE};
   specs[m.support.failed] = {BPF_MAP_TYPE_PERCPU_ARRAY, "failed", 4, 8,
                              std::max<uint32_t>(1, static_cast<uint32_t>(p.maps.size()))};
-  specs[m.support.control] = {BPF_MAP_TYPE_ARRAY, "control", 4, 8, 1};
+  specs[m.support.control] = {BPF_MAP_TYPE_ARRAY, "control", 4,
+                              static_cast<uint32_t>(Module::generation_offset(m.swapped.size())), 1};
   // Stack maps stay tiny unless the program takes stacks.
   specs[m.support.kstacks] = {BPF_MAP_TYPE_STACK_TRACE, "kstacks", 4, 8 * kMaxStackFrames,
                               p.uses_kstack ? p.config.max_map_keys : 1};
@@ -41,6 +42,7 @@ std::vector<MapSpec> map_specs(const sema::TypedProgram& p, const Module& m, uin
   if (!p.skboutputs.empty())
     specs[m.support.skb_output] = {BPF_MAP_TYPE_PERF_EVENT_ARRAY, "skb_output", 4, 4,
                                    static_cast<uint32_t>(std::max(1, bpf::possible_cpus()))};
+  for (uint32_t map : m.swapped) specs.push_back(specs[map]);
   return specs;
 }
 

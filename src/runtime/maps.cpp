@@ -323,7 +323,7 @@ void merge_equal_keys(output::MapSnapshot& snap) {
 
 }  // namespace
 
-output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Resolver* resolver, Read mode) {
+output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Resolver* resolver) {
   output::MapSnapshot snap;
   snap.name = m.name;
   snap.kind = m.agg;
@@ -336,9 +336,7 @@ output::MapSnapshot read_map(const sema::MapInfo& m, int fd, int ncpus, const Re
   // bpftrace prints a tseries() map's keys in the order of their bytes.
   if (m.agg == output::AggKind::TSeries) std::sort(keys.begin(), keys.end());
   for (const auto& key : keys) {
-    const int err = mode == Read::Take ? bpf_map_lookup_and_delete_elem(fd, key.data(), value.data())
-                                       : bpf_map_lookup_elem(fd, key.data(), value.data());
-    if (err != 0) continue;  // deleted by a probe meanwhile
+    if (bpf_map_lookup_elem(fd, key.data(), value.data()) != 0) continue;  // deleted by a probe meanwhile
     output::Value k = m.keyed ? decode(m.key, key.data(), resolver) : output::Value{};
     snap.entries.emplace_back(std::move(k), aggregate(m, value, ncpus, resolver));
   }
@@ -358,9 +356,12 @@ void clear_map(int fd, uint32_t key_size) {
   for (const auto& k : present_keys(fd, key_size)) bpf_map_delete_elem(fd, k.data());
 }
 
-void zero_map(const sema::MapInfo& m, int fd, int ncpus) {
+void zero_map(const sema::MapInfo& m, int fd, int into_fd, int ncpus) {
   std::vector<uint8_t> zeros(m.percpu ? sema::align8(m.value_size) * ncpus : m.value_size);
-  for (const auto& k : present_keys(fd, m.key_size)) bpf_map_update_elem(fd, k.data(), zeros.data(), BPF_EXIST);
+  for (const auto& k : present_keys(fd, m.key_size)) {
+    bpf_map_delete_elem(fd, k.data());
+    bpf_map_update_elem(into_fd, k.data(), zeros.data(), BPF_NOEXIST);
+  }
 }
 
 }  // namespace bpfscope::runtime

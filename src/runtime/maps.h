@@ -39,14 +39,8 @@ class Resolver {
 // Decodes a value of type t stored at p (the layout of sema/types.h).
 output::Value decode(const sema::Type& t, const uint8_t* p, const Resolver* resolver = nullptr);
 
-// How read_map treats the entries it reads.
-enum class Read { Keep, Take };
-
-// Reads every entry of a map, summing per-CPU values. Read::Take deletes
-// each entry in the same step as it reads it (print(@m); clear(@m)), so
-// that an event counted after the read lands in a new entry.
-output::MapSnapshot read_map(const sema::MapInfo& info, int fd, int ncpus, const Resolver* resolver = nullptr,
-                             Read mode = Read::Keep);
+// Reads every entry of a map, summing per-CPU values.
+output::MapSnapshot read_map(const sema::MapInfo& info, int fd, int ncpus, const Resolver* resolver = nullptr);
 
 // print(@m) of a scalar map that holds no value yet: its zero value as the
 // one entry (bpftrace 0.26 prints `@: 0`; histograms and the maps printed at
@@ -54,8 +48,11 @@ output::MapSnapshot read_map(const sema::MapInfo& info, int fd, int ncpus, const
 void add_zero_scalar(output::MapSnapshot& snap, const sema::MapInfo& info, int ncpus,
                      const Resolver* resolver = nullptr);
 
-// clear(): deletes every key. zero(): sets every value to zero.
+// clear(): deletes every key.
 void clear_map(int fd, uint32_t key_size);
-void zero_map(const sema::MapInfo& info, int fd, int ncpus);
+// zero(): deletes every key of map fd and puts it in map into_fd (fd itself,
+// or a swapped map's twin) with a zero value, unless a probe has put it
+// there already.
+void zero_map(const sema::MapInfo& info, int fd, int into_fd, int ncpus);
 
 }  // namespace bpfscope::runtime

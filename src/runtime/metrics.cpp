@@ -172,11 +172,11 @@ std::string MetricsEndpoint::page(const std::string& accept, std::string_view& c
   return last_.text;
 }
 
-MetricsSource::MetricsSource(const std::vector<sema::MapInfo>& maps, std::vector<int> fds,
+MetricsSource::MetricsSource(const std::vector<sema::MapInfo>& maps, std::function<int(size_t)> fd_of,
                              std::vector<const output::MetricNaming*> names, int ncpus, const Resolver* resolver,
                              std::function<output::RunMetrics()> run)
     : maps_(maps),
-      fds_(std::move(fds)),
+      fd_of_(std::move(fd_of)),
       names_(std::move(names)),
       ncpus_(ncpus),
       resolver_(resolver),
@@ -197,7 +197,7 @@ bool MetricsSource::keeps(int32_t map) const {
 }
 
 output::MapSnapshot MetricsSource::read(size_t i) const {
-  output::MapSnapshot snap = read_map(maps_[i], fds_[i], ncpus_, resolver_);
+  output::MapSnapshot snap = read_map(maps_[i], fd_of_(i), ncpus_, resolver_);
   snap.metric = names_[i];
   return snap;
 }

@@ -26,14 +26,15 @@ class MetricsSource {
  public:
   // `names`: a tool's name for each map, or null; when a tool names any, only
   // the maps it names are served (the others are its working state).
-  MetricsSource(const std::vector<sema::MapInfo>& maps, std::vector<int> fds,
+  // `fd_of`: the kernel map each script map is read from now (safe to call
+  // from any thread).
+  MetricsSource(const std::vector<sema::MapInfo>& maps, std::function<int(size_t)> fd_of,
                 std::vector<const output::MetricNaming*> names, int ncpus, const Resolver* resolver,
                 std::function<output::RunMetrics()> run);
 
   // Counters stay monotonic across clear(), zero() and print-then-clear:
-  // `take` reads map `map` and takes its entries out (Read::Take, or a read
-  // before it zeroes them); what it returns is added to the map's served
-  // base, and returned. A page read while a take is under way is read
+  // `take` empties map `map` and returns what it held (Session::empty_map);
+  // that is added to the map's served base, and returned. A page read while a take is under way is read
   // again, so it never sees the entries both gone from the map and not yet
   // in the base.
   template <typename F>
@@ -58,7 +59,7 @@ class MetricsSource {
   void keep(int32_t map, const output::MapSnapshot& snap);  // take()'s end: under take_
 
   const std::vector<sema::MapInfo>& maps_;
-  std::vector<int> fds_;
+  std::function<int(size_t)> fd_of_;
   std::vector<const output::MetricNaming*> names_;  // a tool's name for each map, or null
   bool only_named_ = false;
   int ncpus_;

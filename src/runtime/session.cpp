@@ -1,7 +1,6 @@
 // One run of a compiled program: maps, load, attach, BEGIN, event loop, END,
 // map printing.
 #include <fmt/format.h>
-#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -42,9 +41,13 @@
 namespace bpfscope::runtime {
 namespace {
 
-// How a print reads map `m`: taking its entries when a clear() follows.
+// How a print reads a map: a print that a clear() or zero() follows
+// empties it as it reads it (Session::empty_map).
+enum class Read { Keep, Clear, Zero };
+
 Read read_mode(const sema::Action& a, int32_t m) {
-  return std::find(a.taken.begin(), a.taken.end(), m) != a.taken.end() ? Read::Take : Read::Keep;
+  if (std::find(a.zeroed.begin(), a.zeroed.end(), m) != a.zeroed.end()) return Read::Zero;
+  return std::find(a.taken.begin(), a.taken.end(), m) != a.taken.end() ? Read::Clear : Read::Keep;
 }
 
 bpf_prog_type prog_type(sema::ProbeKind k) {
@@ -419,18 +422,15 @@ class Session {
   // 10-35 ms per probe), so the links are released after the output is done.
   void detach() {
     timers_.clear();
-    uint32_t key = 0;
-    uint64_t stop = 1;
-    if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &stop, BPF_ANY) != 0) {
+    control_[0] = 1;
+    if (!write_control()) {
       freeze_skips();
       links_.clear();  // could not stop them: detach now instead
       return;
     }
     // A program that read the control word before it changed may still be
     // running on another CPU, and would update a map after END cleared it.
-    // Programs run inside RCU read-side sections: one grace period
-    // (membarrier's global command waits one) and none is left.
-    if (!links_.empty()) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+    if (!links_.empty()) bpf::wait_for_programs();
     freeze_skips();
     for (auto& l : links_) {
       held_.push_back(std::move(l.link));
@@ -602,6 +602,9 @@ class Session {
     auto fds = ir::create_maps(ir::map_specs(p_, m_, ringbuf));
     if (!fds) return fail_unlocated(fds.error());
     map_fds_ = std::move(*fds);
+    control_.assign(1 + m_.swapped.size(), 0);
+    current_ = std::vector<std::atomic<uint32_t>>(p_.maps.size());
+    for (uint32_t i = 0; i < p_.maps.size(); ++i) current_[i] = i;
     symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get(),
                                                map_fds_[m_.support.build_id_stacks].get());
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());
@@ -740,19 +743,54 @@ class Session {
   // Sets the control word before any probe is attached: they return at
   // once until start_probes().
   bool hold_probes() {
-    uint32_t key = 0;
-    uint64_t held = 1;
-    if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &held, BPF_ANY) == 0) return true;
+    control_[0] = 1;
+    if (write_control()) return true;
     fmt::print(stderr, "ERROR: setting the control word: {}\n", strerror(errno));
     return false;
   }
 
   void start_probes() {
-    uint32_t key = 0;
-    uint64_t run = 0;
-    if (bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, &run, BPF_ANY) != 0)
-      fmt::print(stderr, "ERROR: starting the probes: {}\n", strerror(errno));
+    control_[0] = 0;
+    if (!write_control()) fmt::print(stderr, "ERROR: starting the probes: {}\n", strerror(errno));
     arm_timers();
+  }
+
+  // Writes control_ to the control map (one update: the stop word and the
+  // generations).
+  bool write_control() {
+    uint32_t key = 0;
+    return bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, control_.data(), BPF_ANY) == 0;
+  }
+
+  // The kernel map of script map i that probes write now.
+  int fd_of(size_t i) const { return map_fds_[current_[i].load()].get(); }
+
+  // Empties script map i for clear(), or for zero() with `zero` (its keys
+  // stay, with zero values), and returns what it held when `read` is set.
+  // A swapped map (ir::Module::swapped) loses no update: probes are turned
+  // to its other kernel map, the programs still running on the old one
+  // finish (bpf::wait_for_programs), and only then is the old one read and
+  // emptied. Without running probes there is nothing to wait for.
+  output::MapSnapshot empty_map(int32_t i, bool zero, bool read) {
+    const auto map = static_cast<size_t>(i);
+    const int old_fd = fd_of(map);
+    if (const int32_t slot = m_.swap_slot(static_cast<uint32_t>(i)); slot >= 0) {
+      control_[1 + static_cast<size_t>(slot)] ^= 1;
+      if (write_control()) {
+        current_[map] = current_[map] == map ? m_.twin(static_cast<size_t>(slot)) : static_cast<uint32_t>(map);
+        if (control_[0] == 0 && !links_.empty()) bpf::wait_for_programs();
+      } else {
+        control_[1 + static_cast<size_t>(slot)] ^= 1;
+        fmt::print(stderr, "ERROR: clearing {}: {}\n", p_.maps[map].name, strerror(errno));
+      }
+    }
+    output::MapSnapshot snap;
+    if (read) snap = read_map(p_.maps[map], old_fd, ncpus_, shared_names_.get());
+    if (zero)
+      zero_map(p_.maps[map], old_fd, fd_of(map), ncpus_);
+    else
+      clear_map(old_fd, p_.maps[map].key_size);
+    return snap;
   }
 
   // The interval probes' timers: each runs its program one period from now,
@@ -1144,26 +1182,15 @@ class Session {
         break;
       }
       case sema::ActionKind::Clear:
+      case sema::ActionKind::Zero: {
         if (a.map < 0) break;
-        if (metrics_ && metrics_->keeps(a.map))
-          read_for_print(a.map, Read::Take);  // served counters keep what it clears
+        const bool zero = a.kind == sema::ActionKind::Zero;
+        if (metrics_ && metrics_->keeps(a.map))  // served counters keep what it empties
+          metrics_->take(a.map, [&] { return empty_map(a.map, zero, true); });
         else
-          clear_map(map_fds_[a.map].get(), p_.maps[a.map].key_size);
+          empty_map(a.map, zero, false);
         break;
-      case sema::ActionKind::Zero:
-        if (a.map < 0) break;
-        if (metrics_ && metrics_->keeps(a.map)) {
-          // What is zeroed stays counted (an update between the read and
-          // the zeroing is lost to the counters).
-          metrics_->take(a.map, [&] {
-            auto snap = read_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_, shared_names_.get());
-            zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
-            return snap;
-          });
-        } else {
-          zero_map(p_.maps[a.map], map_fds_[a.map].get(), ncpus_);
-        }
-        break;
+      }
       case sema::ActionKind::Time: {
         printer_->event(EventKind::Time, output::format_time(a.format, static_cast<uint64_t>(clock_ns(CLOCK_REALTIME))));
         break;
@@ -1209,11 +1236,10 @@ class Session {
   // Reads map i for print(); a read that takes the entries out hands them to
   // the metrics endpoint, whose counters keep them.
   output::MapSnapshot read_for_print(int32_t i, Read mode) {
-    const auto& m = p_.maps[static_cast<size_t>(i)];
-    const int fd = map_fds_[static_cast<size_t>(i)].get();
-    const auto read = [&] { return read_map(m, fd, ncpus_, shared_names_.get(), mode); };
-    if (mode != Read::Take || !metrics_ || !metrics_->keeps(i)) return read();
-    return metrics_->take(i, read);
+    if (mode == Read::Keep) return read_map(p_.maps[static_cast<size_t>(i)], fd_of(static_cast<size_t>(i)), ncpus_,
+                                            shared_names_.get());
+    const auto take = [&] { return empty_map(i, mode == Read::Zero, true); };
+    return metrics_ && metrics_->keeps(i) ? metrics_->take(i, take) : take();
   }
 
   void drain() {
@@ -1314,15 +1340,13 @@ class Session {
   // --prometheus (or `serve`'s shared endpoint): serves the maps and the
   // run's counters from here on.
   int start_metrics() {
-    std::vector<int> fds;
     std::vector<const output::MetricNaming*> names;
     for (size_t i = 0; i < p_.maps.size(); ++i) {
-      fds.push_back(map_fds_[i].get());
       const auto named = std::find_if(o_.metric_names.begin(), o_.metric_names.end(),
                                       [&](const auto& n) { return n.first == p_.maps[i].name; });
       names.push_back(named == o_.metric_names.end() ? nullptr : &named->second);
     }
-    metrics_ = std::make_unique<MetricsSource>(p_.maps, std::move(fds), std::move(names), ncpus_,
+    metrics_ = std::make_unique<MetricsSource>(p_.maps, [this](size_t i) { return fd_of(i); }, std::move(names), ncpus_,
                                                shared_names_.get(), [this] { return run_metrics(); });
     serving_ = o_.endpoint;
     if (!serving_) {
@@ -1416,7 +1440,8 @@ class Session {
       }
       epoll_event events[4];
       // Lost events are reported once a second while running.
-      int n = epoll_wait(ep.get(), events, 4, lost_total() > lost_reported_ ? 0 : watch_pid > 0 ? 100 : 1000);
+      const bool now = lost_total() > lost_reported_ || behind_;
+      int n = epoll_wait(ep.get(), events, 4, now ? 0 : watch_pid > 0 ? 100 : 1000);
       if (n < 0 && errno != EINTR) break;
       for (int k = 0; k < n; ++k) {
         if (events[k].data.u32 == 1) {
@@ -1439,6 +1464,7 @@ class Session {
           tick();
         }
       }
+      if (n == 0 && behind_) tick();
       drain();
       report_lost(false);
     }
@@ -1457,11 +1483,19 @@ class Session {
       [[maybe_unused]] auto n = read(t.timer.get(), &periods, sizeof periods);  // clears the wake-up
     }
     const uint64_t now = static_cast<uint64_t>(clock_ns(CLOCK_MONOTONIC));
+    behind_ = false;
     while (!exiting_) {
       Timer* next = nullptr;
       for (auto& t : timers_)
         if (t.due <= now && (!next || t.due < next->due)) next = &t;
       if (!next) break;
+      // Periods slower than they fall due (a system() call, a clear() that
+      // waits for the programs running) leave the rest for the next turn of
+      // the loop, which reads signals first.
+      if (static_cast<uint64_t>(clock_ns(CLOCK_MONOTONIC)) - now > kTickBudgetNs) {
+        behind_ = true;
+        break;
+      }
       next->due += next->period;
       if (auto r = bpf::run_once(next->prog); !r) fmt::print(stderr, "ERROR: interval: {}\n", r.error().message);
       drain();
@@ -1474,7 +1508,7 @@ class Session {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p_.maps[a].name < p_.maps[b].name; });
     for (size_t i : order) {
       if (std::find(o_.served_only.begin(), o_.served_only.end(), p_.maps[i].name) != o_.served_only.end()) continue;
-      output::MapSnapshot snap = read_map(p_.maps[i], map_fds_[i].get(), ncpus_, shared_names_.get());
+      output::MapSnapshot snap = read_map(p_.maps[i], fd_of(i), ncpus_, shared_names_.get());
       if (graph_file_.is_open() && output::is_foldable(snap)) {
         // Drawn, not printed (unless folded text was asked for as well);
         // a recording keeps it.
@@ -1512,6 +1546,12 @@ class Session {
   size_t heat_lines_ = 0, heat_mark_ = 0;  // the last terminal drawing: its lines, and the bytes written after it
   std::optional<RingReader> ring_;
   std::vector<bpf::Fd> map_fds_;
+  // The control value (ir::SupportMaps::control) as last written: the stop
+  // word, then the generation of each swapped map.
+  std::vector<uint64_t> control_;
+  // Per script map: the id of the kernel map probes write now (its twin
+  // after an odd number of flips). The metrics thread reads it too.
+  std::vector<std::atomic<uint32_t>> current_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<PacketWriter> packets_;  // skboutput()
   std::unique_ptr<ValueNames> names_;
@@ -1531,6 +1571,8 @@ class Session {
     uint64_t period = 0;
   };
   static constexpr uint32_t kFirstTimer = 16;  // epoll ids of the timers
+  static constexpr uint64_t kTickBudgetNs = 50'000'000;  // one tick() runs periods for this long at most
+  bool behind_ = false;  // periods are due that tick() left for the next turn
   std::vector<Timer> timers_;
   // Classic tracepoints: the firings the kernel ran no program for.
   struct Skips {

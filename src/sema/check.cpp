@@ -148,14 +148,17 @@ void Checker::fold_print_clear(const std::vector<StmtId>& body) {
         if (a.table_sort_map >= 0) printed[a.table_sort_map] = act;
         break;
       case ActionKind::Clear:
+      case ActionKind::Zero:
         if (auto it = printed.find(a.map); it != printed.end()) {
-          auto& taken = out_.actions[it->second].taken;
-          if (std::find(taken.begin(), taken.end(), a.map) == taken.end()) taken.push_back(a.map);
+          Action& print = out_.actions[it->second];
+          if (std::find(print.taken.begin(), print.taken.end(), a.map) == print.taken.end()) {
+            print.taken.push_back(a.map);
+            if (a.kind == ActionKind::Zero) print.zeroed.push_back(a.map);
+          }
           a.folded = true;
           printed.erase(it);
         }
         break;
-      case ActionKind::Zero: printed.erase(a.map); break;
       case ActionKind::Printf:
       case ActionKind::PrintValue:
       case ActionKind::Time:

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sema/sema.h"
 
 namespace bpfscope::sema {
@@ -64,7 +66,9 @@ std::string dump(const TypedProgram& p) {
       for (char c : a.format) f += c == '\n' ? std::string("\\n") : std::string(1, c);
       out += fmt::format(", format \"{}\"", f);
     }
-    for (int32_t m : a.taken) out += ", takes " + p.maps[m].name;
+    for (int32_t m : a.taken)
+      out += (std::find(a.zeroed.begin(), a.zeroed.end(), m) != a.zeroed.end() ? ", zeroes " : ", takes ") +
+             p.maps[m].name;
     if (a.folded) out += ", folded into the print before it";
     out += "\n";
   }

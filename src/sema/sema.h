@@ -135,12 +135,13 @@ struct Action {
   std::vector<uint32_t> offsets;    // byte offset of each argument in the record (after the id)
   uint32_t record_size = 8;         // id included
   int32_t map = -1;                 // Print, Clear, Zero: index into maps
-  // Print and Table: the maps that a clear() right after the print empties
-  // (print(@m); clear(@m)). User space deletes each of their entries as it
-  // reads it, so an event counted meanwhile lands in a new entry, printed
-  // next time, instead of being deleted unread. Such a clear() is `folded`:
-  // it sends nothing.
+  // Print and Table: the maps that a clear() or zero() right after the print
+  // empties (print(@m); clear(@m)), and of those the zeroed ones. User space
+  // empties each as it reads it, so an event counted meanwhile is printed
+  // next time instead of being deleted unread. Such a clear() or zero() is
+  // `folded`: it sends nothing.
   std::vector<int32_t> taken;
+  std::vector<int32_t> zeroed;
   bool folded = false;
   // Table (print((@a, @b / 1024), rows, "FORMAT", "NAMES"), a bpfscope
   // extension): the joined maps, each one's divisor; the row format is

@@ -2,6 +2,7 @@
 // aggregation updates, predicates, ring-buffer records and lost-event counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
 #include <map>
@@ -151,6 +152,37 @@ TEST(Ir, EachProgramHasItsOwnScratchEntry) {
                          std::to_string(l.module.support.scratch) + "\n");
     EXPECT_TRUE(std::regex_search(text, key)) << text;
   }
+}
+
+// A map that clear() or zero() empties is swapped: a second kernel map of
+// the same shape, chosen by a generation word after the control word, and
+// every access picks one of the two; other maps are reached directly.
+TEST(Ir, ClearedMapsAreSwapped) {
+  auto l = lower_text(
+      "tracepoint:syscalls:sys_enter_getppid { @c = count(); @z[pid] = sum(2); @kept = count(); } "
+      "interval:s:1 { print(@c); clear(@c); zero(@z); clear(@c); }");
+  ASSERT_TRUE(l.typed.has_value());
+  const auto& maps = l.typed->maps;
+  const auto id = [&](const std::string& name) {
+    return static_cast<uint32_t>(
+        std::find_if(maps.begin(), maps.end(), [&](const auto& m) { return m.name == name; }) - maps.begin());
+  };
+  ASSERT_EQ(l.module.swapped, (std::vector<uint32_t>{id("@c"), id("@z")}));
+  EXPECT_EQ(l.module.swap_slot(id("@kept")), -1);
+  const auto specs = map_specs(*l.typed, l.module, 4096);
+  EXPECT_EQ(specs[l.module.support.control].value_size, 24u);
+  ASSERT_EQ(specs.size(), l.module.twin(1) + 1);
+  for (size_t slot = 0; slot < 2; ++slot) {
+    const auto& twin = specs[l.module.twin(slot)];
+    const auto& first = specs[l.module.swapped[slot]];
+    EXPECT_EQ(twin.type, first.type);
+    EXPECT_EQ(twin.key_size, first.key_size);
+    EXPECT_EQ(twin.value_size, first.value_size);
+    EXPECT_EQ(twin.max_entries, first.max_entries);
+  }
+  const std::string text = print(l.module.functions.at(0));
+  for (uint32_t map : {id("@c"), id("@z"), l.module.twin(0), l.module.twin(1), id("@kept")})
+    EXPECT_NE(text.find("= map " + std::to_string(map) + "\n"), std::string::npos) << map << "\n" << text;
 }
 
 TEST(Ir, OneFunctionPerTargetWhenProbeIsUsed) {
@@ -448,7 +480,7 @@ TEST(Ir, MapFdsAreInRange) {
     SCOPED_TRACE(text);
     auto l = lower_text(text);
     ASSERT_TRUE(l.typed.has_value());
-    uint32_t n = l.module.support.failed + 1;  // the last support map
+    const size_t n = map_specs(*l.typed, l.module, 4096).size();
     for (const auto& f : l.module.functions)
       for (const auto& b : f.blocks)
         for (const auto& i : b.insts)

@@ -59,7 +59,7 @@ struct Script {
   }
   void zero(std::string_view name) const {
     for (size_t i = 0; i < c.typed->maps.size(); ++i)
-      if (c.typed->maps[i].name == name) zero_map(c.typed->maps[i], loaded.maps[i].get(), bpf::possible_cpus());
+      if (c.typed->maps[i].name == name) zero_map(c.typed->maps[i], loaded.maps[i].get(), loaded.maps[i].get(), bpf::possible_cpus());
   }
 };
 

@@ -2,6 +2,7 @@
 // expansion and error messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -758,9 +759,10 @@ TEST(Sema, InListAndConstantStrings) {
   });
 }
 
-// "print:@a,@b" for a print that takes @a and @b, "clear:@a" for a clear
-// that sends a record, "folded" for one that does not, ' '-separated in
-// action order (prints, tables and clears only).
+// "print:@a,@b" for a print that takes @a and @b ("@a(zero)" when a zero()
+// follows), "clear:@a" or "zero:@a" for one that sends a record, "folded"
+// for one that does not, ' '-separated in action order (prints, tables,
+// clears and zeroes only).
 std::string describe_takes(const TypedProgram& p) {
   std::string s;
   auto name = [&](int32_t m) { return m >= 0 ? p.maps[m].name : std::string("?"); };
@@ -768,9 +770,12 @@ std::string describe_takes(const TypedProgram& p) {
     std::string d;
     if (a.kind == ActionKind::Print || a.kind == ActionKind::Table) {
       d = "print:";
-      for (size_t i = 0; i < a.taken.size(); ++i) d += (i ? "," : "") + name(a.taken[i]);
-    } else if (a.kind == ActionKind::Clear) {
-      d = a.folded ? "folded" : "clear:" + name(a.map);
+      for (size_t i = 0; i < a.taken.size(); ++i) {
+        const bool zeroed = std::find(a.zeroed.begin(), a.zeroed.end(), a.taken[i]) != a.zeroed.end();
+        d += (i ? "," : "") + name(a.taken[i]) + (zeroed ? "(zero)" : "");
+      }
+    } else if (a.kind == ActionKind::Clear || a.kind == ActionKind::Zero) {
+      d = a.folded ? "folded" : (a.kind == ActionKind::Clear ? "clear:" : "zero:") + name(a.map);
     } else {
       continue;
     }
@@ -779,7 +784,7 @@ std::string describe_takes(const TypedProgram& p) {
   return s;
 }
 
-TEST(Sema, ClearAfterPrintIsFoldedIntoIt) {
+TEST(Sema, ClearOrZeroAfterPrintIsFoldedIntoIt) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"interval:s:1 { print(@a); clear(@a); } BEGIN { @a = count(); }", "print:@a folded"},
       // Output between them, other maps printed and cleared in any order.
@@ -796,12 +801,16 @@ TEST(Sema, ClearAfterPrintIsFoldedIntoIt) {
        "print:@a folded"},
       // The last print of a map before the clear takes it.
       {"interval:s:1 { print(@a); print(@a); clear(@a); } BEGIN { @a = count(); }", "print: print:@a folded"},
+      // zero() folds as clear() does; the print then zeroes the map.
+      {"interval:s:1 { print(@a); print(@b); zero(@a); clear(@b); } BEGIN { @a = count(); @b = count(); }",
+       "print:@a(zero) print:@b folded folded"},
       // Not folded: a map written, a printf that reads a map, a branch, a
-      // zero(), exit() or a clear in another block between them.
+      // zero() or clear() of the map, exit() or a clear in another block
+      // between them.
       {"interval:s:1 { print(@a); @a = count(); clear(@a); }", "print: clear:@a"},
       {"interval:s:1 { print(@a); printf(\"%d\\n\", @b); clear(@a); } BEGIN { @a = count(); @b = 1; }", "print: clear:@a"},
       {"interval:s:1 { print(@a); if (pid) { clear(@a); } } BEGIN { @a = count(); }", "print: clear:@a"},
-      {"interval:s:1 { print(@a); zero(@a); clear(@a); } BEGIN { @a = count(); }", "print: clear:@a"},
+      {"interval:s:1 { print(@a); zero(@a); clear(@a); } BEGIN { @a = count(); }", "print:@a(zero) folded clear:@a"},
       {"interval:s:1 { print(@a); exit(); clear(@a); } BEGIN { @a = count(); }", "print: clear:@a"},
       {"interval:s:1 { clear(@a); print(@a); } BEGIN { @a = count(); }", "clear:@a print:"},
   };
