@@ -35,7 +35,7 @@ trap report EXIT
 if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libprotobuf-dev protobuf-compiler \
       libgtest-dev cmake ninja-build pkg-config g++ lld \
       bpftrace python3 chromium python3-pyte linux-perf prometheus \
-      man-db groff mandoc lintian zsh dpkg-dev file valgrind >/dev/null 2>&1; then
+      man-db groff mandoc lintian zsh dpkg-dev file valgrind strace >/dev/null 2>&1; then
   apt-get update -qq
   # bpftrace is the comparison oracle of the benchmarks; the traffic tools
   # are for the network cases (shared/KERNEL.md); chromium opens the
@@ -53,12 +53,13 @@ if ! dpkg -s libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev libpr
   # install and package test (tests/install/test_install.py) reads the man pages,
   # lints them and the .deb, loads the completions and computes the dependencies.
   # valgrind: callgrind checks that cmake/startup-order.txt is current
-  # (tests/install/test_startup_order.py).
+  # (tests/install/test_startup_order.py). strace counts the waits of a
+  # clear() (tests/runtime/tools/test_clear.py).
   apt-get install -y -qq --no-install-recommends \
     g++ lld cmake ninja-build pkg-config libbpf-dev libelf-dev zlib1g-dev libfmt-dev libmicrohttpd-dev \
     libprotobuf-dev protobuf-compiler \
     libgtest-dev googletest python3 bpftrace iputils-ping netcat-openbsd socat nftables chromium python3-pyte linux-perf \
-    prometheus man-db groff mandoc lintian zsh dpkg-dev file valgrind >/dev/null
+    prometheus man-db groff mandoc lintian zsh dpkg-dev file valgrind strace >/dev/null
 fi
 phase "dependencies"
 

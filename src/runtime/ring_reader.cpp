@@ -72,9 +72,14 @@ void RingReader::release() {
   consumer_ = nullptr;
 }
 
-const uint8_t* RingReader::at(size_t offset, size_t n) {
+const uint8_t* RingReader::mapped(size_t offset, size_t n) const {
   if (window_ && offset >= window_start_ && offset + n <= window_start_ + window_len_)
     return window_ + (offset - window_start_);
+  return nullptr;
+}
+
+const uint8_t* RingReader::at(size_t offset, size_t n) {
+  if (const uint8_t* p = mapped(offset, n)) return p;
   if (window_ && burst_ > window_max_) window_max_ = std::min(2 * window_max_, 2 * data_size_);
   // A window from the page of offset: window_max_ bytes, or the record's
   // own if it is longer, within the twice-mapped data.
@@ -126,6 +131,27 @@ size_t RingReader::consume_records(Handler handler, void* ctx) {
       __atomic_store_n(consumer_, cons, __ATOMIC_RELEASE);
     }
   }
+}
+
+size_t RingReader::peek(Handler handler, void* ctx) const {
+  size_t handed = 0;
+  uint64_t cons = __atomic_load_n(consumer_, __ATOMIC_ACQUIRE);
+  const uint64_t prod = __atomic_load_n(producer_, __ATOMIC_ACQUIRE);
+  while (cons < prod) {
+    const size_t offset = cons & (data_size_ - 1);
+    const uint8_t* header = mapped(offset, kHeader);
+    if (!header) break;
+    const uint32_t word = __atomic_load_n(reinterpret_cast<const uint32_t*>(header), __ATOMIC_ACQUIRE);
+    if (word & kBusy) break;
+    const size_t len = word & ~(kBusy | kDiscard);
+    cons += round_up(len + kHeader, 8);
+    if (word & kDiscard) continue;
+    const uint8_t* data = mapped(offset, kHeader + len);
+    if (!data) break;
+    handler(ctx, data + kHeader, len);
+    ++handed;
+  }
+  return handed;
 }
 
 }  // namespace bpfscope::runtime

@@ -41,6 +41,11 @@ class RingReader {
   // or the next is still being written; returns how many it handed.
   // Discarded records are skipped.
   size_t consume(Handler handler, void* ctx);
+  // Hands the committed records from the consumer's position on to handler
+  // as consume() would, but consumes none, and stops at the first record
+  // outside the bytes mapped now: it never moves the window, so a handler
+  // that consume() runs may call it.
+  size_t peek(Handler handler, void* ctx) const;
   // The bytes of data mapped now.
   size_t mapped() const { return window_len_; }
 
@@ -49,6 +54,8 @@ class RingReader {
   // The record bytes [offset, offset + n) of the data area (offset below
   // data_size_, n at most data_size_), through the window, moved if needed.
   const uint8_t* at(size_t offset, size_t n);
+  // The same, but null unless the bytes are mapped now.
+  const uint8_t* mapped(size_t offset, size_t n) const;
   size_t consume_records(Handler handler, void* ctx);
   void release();
 

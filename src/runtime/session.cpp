@@ -603,8 +603,9 @@ class Session {
     if (!fds) return fail_unlocated(fds.error());
     map_fds_ = std::move(*fds);
     control_.assign(1 + m_.swapped.size(), 0);
-    current_ = std::vector<std::atomic<uint32_t>>(p_.maps.size());
-    for (uint32_t i = 0; i < p_.maps.size(); ++i) current_[i] = i;
+    view_ = std::vector<std::atomic<uint32_t>>(p_.maps.size());
+    for (uint32_t i = 0; i < p_.maps.size(); ++i) view_[i] = i;
+    flipped_.assign(p_.maps.size(), false);
     symbolizer_ = std::make_unique<Symbolizer>(map_fds_[m_.support.kstacks].get(), map_fds_[m_.support.ustacks].get(),
                                                map_fds_[m_.support.build_id_stacks].get());
     names_ = std::make_unique<ValueNames>(*symbolizer_, p_.strftime_formats, p_.btf.get());
@@ -762,35 +763,85 @@ class Session {
     return bpf_map_update_elem(map_fds_[m_.support.control].get(), &key, control_.data(), BPF_ANY) == 0;
   }
 
-  // The kernel map of script map i that probes write now.
-  int fd_of(size_t i) const { return map_fds_[current_[i].load()].get(); }
+  // The kernel map of script map i that user space reads: the one probes
+  // write, except between a flip and the take it was made for.
+  int fd_of(size_t i) const { return map_fds_[view_[i].load()].get(); }
+
+  // The id of the kernel map of script map i that probes write.
+  uint32_t target_of(size_t i) const {
+    const int32_t slot = m_.swap_slot(static_cast<uint32_t>(i));
+    return slot >= 0 && control_[1 + static_cast<size_t>(slot)] ? m_.twin(static_cast<size_t>(slot))
+                                                               : static_cast<uint32_t>(i);
+  }
 
   // Empties script map i for clear(), or for zero() with `zero` (its keys
   // stay, with zero values), and returns what it held when `read` is set.
   // A swapped map (ir::Module::swapped) loses no update: probes are turned
-  // to its other kernel map, the programs still running on the old one
-  // finish (bpf::wait_for_programs), and only then is the old one read and
-  // emptied. Without running probes there is nothing to wait for.
+  // to its other kernel map (flip_for_takes), and only then is the old one
+  // read and emptied.
   output::MapSnapshot empty_map(int32_t i, bool zero, bool read) {
     const auto map = static_cast<size_t>(i);
+    if (!flipped_[map]) flip_for_takes(map);
+    flipped_[map] = false;
     const int old_fd = fd_of(map);
-    if (const int32_t slot = m_.swap_slot(static_cast<uint32_t>(i)); slot >= 0) {
-      control_[1 + static_cast<size_t>(slot)] ^= 1;
-      if (write_control()) {
-        current_[map] = current_[map] == map ? m_.twin(static_cast<size_t>(slot)) : static_cast<uint32_t>(map);
-        if (control_[0] == 0 && !links_.empty()) bpf::wait_for_programs();
-      } else {
-        control_[1 + static_cast<size_t>(slot)] ^= 1;
-        fmt::print(stderr, "ERROR: clearing {}: {}\n", p_.maps[map].name, strerror(errno));
-      }
-    }
+    const uint32_t target = target_of(map);
     output::MapSnapshot snap;
     if (read) snap = read_map(p_.maps[map], old_fd, ncpus_, shared_names_.get());
     if (zero)
-      zero_map(p_.maps[map], old_fd, fd_of(map), ncpus_);
+      zero_map(p_.maps[map], old_fd, map_fds_[target].get(), ncpus_);
     else
       clear_map(old_fd, p_.maps[map].key_size);
+    view_[map] = target;
     return snap;
+  }
+
+  // Turns the probes to the other kernel map of swapped map i, and of every
+  // swapped map that a record waiting in the ring buffer will empty (up to
+  // an exit(), after which records are dropped), then waits once for the
+  // programs still running on the old ones (bpf::wait_for_programs; without
+  // running probes there are none). User space reads the old maps until
+  // their takes.
+  void flip_for_takes(size_t i) {
+    flips_.clear();
+    flips_.push_back(i);
+    peek_stopped_ = false;
+    if (ring_ && !ignore_records_) ring_->peek(&Session::on_peek, this);
+    size_t n = 0;
+    for (size_t map : flips_) {
+      const int32_t slot = m_.swap_slot(static_cast<uint32_t>(map));
+      if (slot < 0 || flipped_[map]) continue;
+      control_[1 + static_cast<size_t>(slot)] ^= 1;
+      flipped_[map] = true;
+      ++n;
+    }
+    if (n == 0) return;
+    if (!write_control()) {
+      fmt::print(stderr, "ERROR: clearing {}: {}\n", p_.maps[i].name, strerror(errno));
+      for (size_t map : flips_)
+        if (const int32_t slot = m_.swap_slot(static_cast<uint32_t>(map)); slot >= 0 && flipped_[map]) {
+          control_[1 + static_cast<size_t>(slot)] ^= 1;
+          flipped_[map] = false;
+        }
+      return;
+    }
+    if (control_[0] == 0 && !links_.empty()) bpf::wait_for_programs();
+  }
+
+  // A record that flip_for_takes() sees waiting: the maps it will empty.
+  static void on_peek(void* ctx, const uint8_t* data, size_t size) {
+    auto* s = static_cast<Session*>(ctx);
+    uint64_t id;
+    if (size < 8 || s->peek_stopped_) return;
+    std::memcpy(&id, data, 8);
+    if (id >= s->p_.actions.size()) return;
+    const auto& a = s->p_.actions[id];
+    if (a.kind == sema::ActionKind::Exit || a.then_exit) {
+      s->peek_stopped_ = true;
+      return;
+    }
+    if ((a.kind == sema::ActionKind::Clear || a.kind == sema::ActionKind::Zero) && a.map >= 0 && !a.folded)
+      s->flips_.push_back(static_cast<size_t>(a.map));
+    for (int32_t m : a.taken) s->flips_.push_back(static_cast<size_t>(m));
   }
 
   // The interval probes' timers: each runs its program one period from now,
@@ -1549,9 +1600,13 @@ class Session {
   // The control value (ir::SupportMaps::control) as last written: the stop
   // word, then the generation of each swapped map.
   std::vector<uint64_t> control_;
-  // Per script map: the id of the kernel map probes write now (its twin
-  // after an odd number of flips). The metrics thread reads it too.
-  std::vector<std::atomic<uint32_t>> current_;
+  // Per script map: the id of the kernel map user space reads (fd_of). The
+  // metrics thread reads it too.
+  std::vector<std::atomic<uint32_t>> view_;
+  // Per script map: flipped, and not yet taken (flip_for_takes).
+  std::vector<bool> flipped_;
+  std::vector<size_t> flips_;  // flip_for_takes(): the maps to flip
+  bool peek_stopped_ = false;  // on_peek() met an exit()
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<PacketWriter> packets_;  // skboutput()
   std::unique_ptr<ValueNames> names_;

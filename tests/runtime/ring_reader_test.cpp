@@ -146,5 +146,34 @@ TEST(RingReader, MapsAWindowOfALargeBufferThatABurstGrows) {
   for (uint64_t i = 0; i < seq; ++i) ASSERT_EQ(got[i].seq, i);
 }
 
+// peek() hands the records waiting, in order, without consuming them, and
+// stops at the first record outside the window: called by a handler that
+// consume() runs (Session::flip_for_takes), it must not move the window
+// under that handler's record.
+TEST(RingReader, PeekHandsWhatWaitsWithinTheWindowAndConsumesNothing) {
+  constexpr uint32_t kData = 64 << 10;
+  Writer w = Writer::make(kData);
+  ASSERT_TRUE(static_cast<bool>(w.prog.fd));
+  auto reader = RingReader::open(w.map.get(), kData, 4096);
+  ASSERT_TRUE(reader.has_value()) << reader.error();
+  std::vector<Record> got;
+  EXPECT_EQ(reader->peek(&collect, &got), 0u);  // nothing mapped yet
+  w.write(0, 8);
+  ASSERT_EQ(reader->consume(&collect, &got), 1u);  // maps the window at 0
+  got.clear();
+  for (uint64_t i = 1; i <= 20; ++i) w.write(i, 248);  // 5 kB: past the one-page window
+  std::vector<Record> peeked;
+  const size_t n = reader->peek(&collect, &peeked);
+  EXPECT_GT(n, 0u);
+  EXPECT_LT(n, 20u);
+  for (size_t k = 0; k < peeked.size(); ++k) {
+    EXPECT_EQ(peeked[k].seq, k + 1);
+    EXPECT_TRUE(peeked[k].words_ok);
+  }
+  EXPECT_LE(reader->mapped(), 4096u);
+  EXPECT_EQ(reader->consume(&collect, &got), 20u);  // all still there
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(got[i].seq, i + 1);
+}
+
 }  // namespace
 }  // namespace bpfscope::runtime

@@ -7,11 +7,12 @@ in ten lost a count, measured before the maps were swapped). With
 --prometheus, the served counters end at the calls made too."""
 import os
 import re
+import subprocess
 import time
 import unittest
 
 from metricsrun import Served, value
-from toolrun import run_tool
+from toolrun import BPFSCOPE, run_tool
 
 PID = os.getpid()
 N = 200000
@@ -68,6 +69,26 @@ class ClearTest(unittest.TestCase):
             run = s.finish()
         self.assertEqual(run.rc, 0, run)
         self.assertEqual(printed_total(run.lines, "p"), N)
+
+    def test_one_wait_per_tick(self):
+        # A tick that prints and empties three maps waits for the running
+        # programs once, not once per map: strace counts bpfscope's
+        # membarrier() calls (one more stops the probes at exit).
+        trace = "/tmp/bpfscope-clear-%d.strace" % PID
+        loop = os.path.join(os.path.dirname(os.path.abspath(BPFSCOPE)), "syscall_loop")
+        prog = ("tracepoint:syscalls:sys_enter_getppid { @c = count(); @k[tid] = count(); @z = sum(1); } "
+                "interval:ms:2 { printf(\"tick\\n\"); print(@c); clear(@k); clear(@c); zero(@z); }")
+        try:
+            p = subprocess.run(["strace", "-e", "trace=membarrier", "-o", trace, BPFSCOPE, "-q", "-c",
+                                loop + " getppid 1000000", "-e", prog], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ticks = p.stdout.splitlines().count("tick")
+            waits = len([l for l in open(trace) if l.startswith("membarrier(")])
+        finally:
+            if os.path.exists(trace):
+                os.unlink(trace)
+        self.assertGreaterEqual(ticks, 3, p.stdout)
+        self.assertEqual(waits, ticks + 1, p.stdout)
 
 
 if __name__ == "__main__":
