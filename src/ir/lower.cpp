@@ -122,10 +122,7 @@ void Lowerer::stmt(StmtId id) {
       int32_t var = p_.var_of[s.target];
       const Type& t = p_.var_types[var];
       if (s.value != kNone) {
-        Val v = expr(s.value);
-        // A declared integer type narrower than the value truncates it.
-        if (!s.type_name.empty() && t.kind == TypeKind::Int && t.size < 8) v = narrow(v, t);
-        assign_var(s.target, v);
+        assign_var(s.target, expr(s.value));  // a declared narrower integer truncates it
       } else if (t.is_int()) {
         b_.imm_to(var_reg(var), 0);
         mirror_var(var);
@@ -409,10 +406,8 @@ void Lowerer::assign(const Stmt& s) {
   if (s.op != Op::None) {
     int32_t var = p_.var_of[s.target];
     Val rhs = pointer_step(s.op, p_.var_types[var], expr(s.value));
-    VregId r = var_reg(var);
-    VregId res = arith(s.op, r, rhs, p_.var_types[var].is_signed);
-    b_.mov_to(r, res);
-    mirror_var(var);
+    VregId res = arith(s.op, var_reg(var), rhs, p_.var_types[var].is_signed);
+    set_int_var(var, int_val(res, p_.var_types[var]));
     return;
   }
   assign_var(s.target, expr(s.value));
@@ -434,11 +429,17 @@ void Lowerer::assign_var(ExprId target, const Val& v) {
   int32_t var = p_.var_of[target];
   const Type& t = p_.var_types[var];
   if (t.is_int()) {
-    b_.mov_to(var_reg(var), materialize_int(v));
-    mirror_var(var);
+    set_int_var(var, v);
     return;
   }
   copy_to(scratch_ptr(var_slot(var)), 0, v, t);
+}
+
+void Lowerer::set_int_var(int32_t var, const Val& v) {
+  const Type& t = p_.var_types[var];
+  const bool narrow_int = t.kind == TypeKind::Int && !t.is_pointer && t.size < 8;
+  b_.mov_to(var_reg(var), materialize_int(narrow_int ? narrow(v, t) : v));
+  mirror_var(var);
 }
 
 // An integer variable whose address `&$x` takes: its value in its scratch
@@ -1134,10 +1135,10 @@ Val Lowerer::inc_dec(const Expr& e, const Type& t) {
   const int64_t delta = (e.op == Op::PreInc || e.op == Op::PostInc) ? step : -step;
   bool post = e.op == Op::PostInc || e.op == Op::PostDec;
   if (target.kind == ExprKind::Variable) {
-    VregId r = var_reg(p_.var_of[e.args[0]]);
+    const int32_t var = p_.var_of[e.args[0]];
+    VregId r = var_reg(var);
     VregId old = b_.mov(r);
-    b_.mov_to(r, b_.alu_imm(AluOp::Add, r, delta));
-    mirror_var(p_.var_of[e.args[0]]);
+    set_int_var(var, int_val(b_.alu_imm(AluOp::Add, r, delta), t));
     return int_val(post ? old : b_.mov(r), t);
   }
   VregId key = map_key(e.args[0]);

@@ -124,6 +124,9 @@ class Lowerer {
 
   void assign_var(ExprId target, const Val& v);
   void mirror_var(int32_t var);
+  // Sets integer variable `var` to v, truncated to its type when that is
+  // narrower than 64 bits (`let $x: int8 = 127; $x++` wraps to -128).
+  void set_int_var(int32_t var, const Val& v);
 
   uint32_t var_slot(int32_t var);
 

@@ -377,7 +377,7 @@ void Checker::let(const Stmt& s) {
       error(ast_.expr(s.value).loc, "expression has no value to assign");
     } else if (!typed) {
       t = vt;
-    } else if (!unify(t, vt, u) || (t.is_string() && vt.size > t.size)) {
+    } else if (!unify(t, vt, u) || (t.is_string() && vt.size > t.size) || !narrowing_store(s.value, vt, t)) {
       error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable is "
                                "declared as '{}'",
                                target.name, vt.name(), t.name()));
@@ -397,6 +397,28 @@ bool Checker::copyable_record(const Type& t, lang::Loc loc) {
   error(loc, fmt::format("{} ({} bytes) is too large to copy into a variable (at most {}); store a pointer to it",
                          out_.btf->type_name(t.btf_id), t.size, kMaxRecordCopy));
   return false;
+}
+
+// A store of `value` (of type vt) into a variable declared as integer type
+// `to` (bpftrace 0.26): false for a literal that does not fit in it (an
+// error); another expression wider than `to` is truncated on store, with
+// bpftrace's warning.
+bool Checker::narrowing_store(ExprId value, const Type& vt, const Type& to) {
+  if (to.kind != TypeKind::Int || to.is_pointer || !vt.is_int() || vt.is_pointer || to.size >= 8) return true;
+  const Expr& e = ast_.expr(value);
+  const bool negated = e.kind == ExprKind::Unary && e.op == Op::Neg && ast_.expr(e.args[0]).kind == ExprKind::Integer;
+  if (e.kind == ExprKind::Integer || negated) {
+    const uint64_t magnitude = negated ? ast_.expr(e.args[0]).ival : e.ival;
+    const unsigned bits = to.size * 8 - (to.is_signed ? 1 : 0);
+    if (negated) return to.is_signed && magnitude <= (uint64_t{1} << bits);
+    return magnitude < (uint64_t{1} << bits);
+  }
+  const bool fits = vt.is_signed == to.is_signed ? vt.size <= to.size : !vt.is_signed && vt.size < to.size;
+  if (!fits)
+    diags_.warning(e.loc, fmt::format("Expression of type: {} being cast to type: {}. This may cause unexpected "
+                                      "results. Use an explicit cast to suppress this warning.",
+                                      vt.name(), to.name()));
+  return true;
 }
 
 // A type in `let $x: T`: integers, bool, pointers, string or string[N].
@@ -466,7 +488,8 @@ void Checker::assign(const Stmt& s) {
       out_.var_types[var] = vt.kind == TypeKind::Bool ? Type::boolean() : vt;  // `let $x;`
     } else {
       Type u;
-      if (!unify(out_.var_types[var], vt, u)) {
+      const bool declared = declared_vars_.count(var) > 0 && s.op == Op::None;
+      if (!unify(out_.var_types[var], vt, u) || (declared && !narrowing_store(s.value, vt, out_.var_types[var]))) {
         error(s.loc, fmt::format("Type mismatch for {}: trying to assign value of type '{}' when variable "
                                  "already has a type '{}'",
                                  target.name, vt.name(), out_.var_types[var].name()));

@@ -90,6 +90,7 @@ class Checker {
 
   bool copyable_record(const Type& t, lang::Loc loc);
   std::optional<Type> let_type(std::string_view name, lang::Loc loc);
+  bool narrowing_store(ExprId value, const Type& vt, const Type& to);
 
   void assign(const Stmt& s);
 

@@ -178,6 +178,13 @@ TEST(Sema, Errors) {
       {"BEGIN { @x = pid[1]; }", "The array index operator [] can not be used on expressions of type uint32"},
       {"BEGIN { @x = (struct nosuch *)0; }", "Cannot resolve unknown type \"struct nosuch\""},
       {"BEGIN { printf(\"%d\\n\", $x); }", "Undefined or undeclared variable: $x"},
+      // A literal that does not fit a declared integer type (bpftrace 0.26).
+      {"BEGIN { let $a: uint8 = 256; }",
+       "Type mismatch for $a: trying to assign value of type 'int16' when variable is declared as 'uint8'"},
+      {"BEGIN { let $a: int8 = -129; }",
+       "Type mismatch for $a: trying to assign value of type 'int16' when variable is declared as 'int8'"},
+      {"BEGIN { let $a: uint16; $a = -1; }",
+       "Type mismatch for $a: trying to assign value of type 'int8' when variable already has a type 'uint16'"},
       {"BEGIN { @x = 1; @x = \"s\"; }", "Type mismatch for @x"},
       {"BEGIN { @x[1] = 1; @x[\"a\"] = 1; }", "Argument mismatch for @x"},
       {"BEGIN { $x = 1; $x = \"s\"; }", "Type mismatch for $x"},
