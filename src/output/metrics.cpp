@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -176,6 +177,64 @@ std::string family_text(const MetricFamily& f, const FormatRow& format) {
 }  // namespace
 
 std::string_view metrics_content_type(MetricsFormat format) { return format_row(format).content_type; }
+
+namespace {
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool same_letters(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return std::tolower(x) == std::tolower(y); });
+}
+
+}  // namespace
+
+MetricsChoice choose_metrics_format(std::string_view accept) {
+  enum { kProtobuf, kOpenMetrics, kText };
+  std::array<double, 3> weight{-1, -1, -1};  // -1: not named
+  while (!accept.empty()) {
+    const size_t comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
+    const size_t semi = range.find(';');
+    const std::string_view type = trim_blanks(range.substr(0, semi));
+    bool proto = false, delimited = false;
+    double q = 1;
+    for (std::string_view params = semi == std::string_view::npos ? "" : range.substr(semi + 1); !params.empty();) {
+      const size_t next = params.find(';');
+      const std::string_view param = params.substr(0, next);
+      params = next == std::string_view::npos ? std::string_view{} : params.substr(next + 1);
+      const size_t eq = param.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view name = trim_blanks(param.substr(0, eq));
+      std::string_view value = trim_blanks(param.substr(eq + 1));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      if (same_letters(name, "q")) {
+        double v = 0;
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        q = ec == std::errc() && p == value.data() + value.size() ? std::clamp(v, 0.0, 1.0) : 0;
+      } else if (same_letters(name, "proto")) {
+        proto = value == "io.prometheus.client.MetricFamily";
+      } else if (same_letters(name, "encoding")) {
+        delimited = same_letters(value, "delimited");
+      }
+    }
+    int named = -1;
+    if (same_letters(type, "application/vnd.google.protobuf") && proto && delimited) named = kProtobuf;
+    if (same_letters(type, "application/openmetrics-text")) named = kOpenMetrics;
+    if (same_letters(type, "text/plain") || same_letters(type, "text/*") || same_letters(type, "*/*")) named = kText;
+    if (named >= 0) weight[static_cast<size_t>(named)] = std::max(weight[static_cast<size_t>(named)], q);
+  }
+  size_t best = kText;
+  for (size_t k : {kOpenMetrics, kProtobuf})
+    if (weight[k] > 0 && weight[k] >= weight[best]) best = k;
+  return {.protobuf = best == kProtobuf,
+          .format = best == kOpenMetrics ? MetricsFormat::OpenMetrics : MetricsFormat::Prometheus};
+}
 
 MapMetrics map_metrics(const MapSnapshot& map, MetricsFormat format, uint64_t max_series) {
   MapMetrics m;

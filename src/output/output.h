@@ -636,6 +636,18 @@ enum class MetricsFormat { Prometheus, OpenMetrics };
 // The HTTP Content-Type of a format's page.
 std::string_view metrics_content_type(MetricsFormat format);
 
+// The page a scraper's Accept header asks for: protobuf (metrics_proto.h),
+// or a text format. Each of the three is weighed by the largest q value of
+// the media ranges that name it (text/plain, text/* and */* name the 0.0.4
+// text format only); the largest wins, protobuf then OpenMetrics on a tie,
+// and the 0.0.4 text when none is acceptable (no header, q=0).
+struct MetricsChoice {
+  bool protobuf = false;
+  MetricsFormat format = MetricsFormat::Prometheus;  // when not protobuf
+  bool operator==(const MetricsChoice&) const = default;
+};
+MetricsChoice choose_metrics_format(std::string_view accept);
+
 // The keys of one map that get series of their own, by default (issue 19).
 inline constexpr uint64_t kMetricsMaxSeries = 10000;
 

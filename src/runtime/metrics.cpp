@@ -148,14 +148,9 @@ void MetricsEndpoint::remove(MetricsSource* source) {
 }
 
 std::string MetricsEndpoint::page(const std::string& accept, std::string_view& content_type) {
-  // The format the scraper names: Prometheus lists protobuf only when its
-  // native histograms are on, and prefers it then; OpenMetrics by default.
-  const bool protobuf = accept.find("application/vnd.google.protobuf") != std::string::npos &&
-                        accept.find("proto=io.prometheus.client.MetricFamily") != std::string::npos &&
-                        accept.find("encoding=delimited") != std::string::npos;
-  const auto format = accept.find("application/openmetrics-text") != std::string::npos
-                          ? output::MetricsFormat::OpenMetrics
-                          : output::MetricsFormat::Prometheus;
+  // The format the scraper prefers: Prometheus lists protobuf first when
+  // its native histograms are on, and OpenMetrics first by default.
+  const auto [protobuf, format] = output::choose_metrics_format(accept);
   content_type = protobuf ? output::kMetricsProtobufContentType : output::metrics_content_type(format);
   const uint64_t came = builds_.load();
   std::lock_guard one(page_);

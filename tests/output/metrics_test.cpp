@@ -850,5 +850,49 @@ bpfscope_syscount_calls_total{syscall="read"} 3
   EXPECT_NE(text_of(three, 0).find("{key0=\"1\",key1=\"2\",key2=\"3\"}"), std::string::npos);
 }
 
+// ---- content negotiation ----
+
+// The Accept headers Prometheus sends (2.x and 3.x, with and without native
+// histograms), and others: the largest q wins, protobuf then OpenMetrics on
+// a tie, the 0.0.4 text when nothing acceptable is named.
+TEST(Metrics, AcceptHeaderChoosesTheFormat) {
+  const MetricsChoice proto{.protobuf = true}, open{.format = MetricsFormat::OpenMetrics}, text{};
+  const std::vector<std::pair<std::string, MetricsChoice>> cases = {
+      {"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+       "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+       open},
+      {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,"
+       "application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,"
+       "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+       proto},
+      {"text/plain;version=0.0.4;q=0.5,*/*;q=0.1", text},
+      {"", text},
+      {"*/*", text},
+      {"text/*", text},
+      // q values weigh, not the order.
+      {"text/plain;q=0.9, application/openmetrics-text; version=1.0.0; q=0.3", text},
+      {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.2,"
+       "application/openmetrics-text;q=0.7",
+       open},
+      // A tie: protobuf, then OpenMetrics.
+      {"application/openmetrics-text;q=0.5, application/vnd.google.protobuf; "
+       "proto=\"io.prometheus.client.MetricFamily\"; encoding=delimited; q=0.5",
+       proto},
+      {"text/plain, application/openmetrics-text", open},
+      // Not acceptable (q=0), or not the protobuf this endpoint writes.
+      {"application/openmetrics-text;q=0", text},
+      {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text", text},
+      {"application/vnd.google.protobuf;encoding=delimited", text},
+      {"APPLICATION/OpenMetrics-Text; Q=1", open},
+      {"application/openmetrics-text;q=bad", text},
+  };
+  for (const auto& [accept, want] : cases) {
+    SCOPED_TRACE(accept);
+    const MetricsChoice got = choose_metrics_format(accept);
+    EXPECT_EQ(got.protobuf, want.protobuf);
+    EXPECT_EQ(got.format, want.format);
+  }
+}
+
 }  // namespace
 }  // namespace bpfscope::output::metrics_test
