@@ -266,7 +266,15 @@ constexpr std::array kRunFamilies = {
     RunFamily{"bpfscope_build", MetricType::Info, "The bpfscope build serving these metrics",
               [](MetricFamily& f, const RunMetrics& run) { add_series(f, {{"version", utf8_text(run.version)}}, 1); }},
     RunFamily{"bpfscope_lost_events", MetricType::Counter, "Events lost because the ring buffer was full",
-              [](MetricFamily& f, const RunMetrics& run) { add_series(f, {}, run.lost_events); }},
+              [](MetricFamily& f, const RunMetrics& run) {
+                // One series per tool (`serve`), none labelled for a script;
+                // served even before a session has counted anything.
+                if (run.lost_events.empty()) add_series(f, {}, 0);
+                auto lost = run.lost_events;
+                std::stable_sort(lost.begin(), lost.end(), [](const auto& a, const auto& b) { return a.tool < b.tool; });
+                for (const auto& l : lost)
+                  add_series(f, l.tool.empty() ? Labels{} : Labels{{"tool", utf8_text(l.tool)}}, l.count);
+              }},
     RunFamily{"bpfscope_map_full", MetricType::Counter, "Map updates that failed because the map was full",
               [](MetricFamily& f, const RunMetrics& run) { add_each(f, "map", run.map_full); }},
     RunFamily{"bpfscope_probe_skipped", MetricType::Counter,

@@ -691,7 +691,8 @@ struct RunProbe {
 
 struct RunMetrics {
   std::string version;                                          // the build's version
-  uint64_t lost_events = 0;                                     // events the ring buffer had no room for
+  std::vector<RunCount> lost_events;                            // per session (tool: its tool, or ""): events
+                                                                // the ring buffer had no room for
   std::vector<RunCount> map_full;                               // map ("@m"), updates refused as it was full
   std::vector<RunCount> probe_skipped;                          // probe, firings its program did not run for
   std::vector<RunProbe> probes;

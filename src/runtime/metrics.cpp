@@ -224,10 +224,10 @@ void MetricsSource::collect(std::vector<output::MapSnapshot>& maps, output::RunM
     if (counter_kind(snaps[i].kind)) add_entries(snaps[i].kind, snaps[i].entries, base[i]);
     maps.push_back(std::move(snaps[i]));
   }
-  // Each session's counters: totals add up, probes and maps are listed.
+  // Each session's counters, listed.
   output::RunMetrics mine = run_();
-  run.lost_events += mine.lost_events;
   const auto append = [](auto& into, const auto& from) { into.insert(into.end(), from.begin(), from.end()); };
+  append(run.lost_events, mine.lost_events);
   append(run.map_full, mine.map_full);
   append(run.probe_skipped, mine.probe_skipped);
   append(run.probes, mine.probes);

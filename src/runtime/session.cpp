@@ -1423,7 +1423,7 @@ class Session {
   // What the run itself serves: called from the endpoint's threads while the
   // probes are attached (nothing it reads changes then).
   output::RunMetrics run_metrics() const {
-    output::RunMetrics run{.lost_events = lost_total()};
+    output::RunMetrics run{.lost_events = {{"", lost_total(), o_.tool_name}}};
     for (uint32_t i = 0; i < p_.maps.size(); ++i)
       run.map_full.push_back({p_.maps[i].name, failed_updates(i), o_.tool_name});
     each_probe([&](const std::string& probe, sema::ProbeKind, const char* how, uint64_t n) {

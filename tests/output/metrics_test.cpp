@@ -660,9 +660,23 @@ bpfscope_depth_count{other="true"} 3
 
 // ---- the run's families and the page ----
 
+// `serve`: a lost-events series per tool, sorted by tool; with no session
+// yet, one unlabelled 0.
+TEST(Metrics, LostEventsPerTool) {
+  const RunMetrics run{.version = "0.1.0", .lost_events = {{"", 5, "tcplife"}, {"", 0, "biolatency"}}};
+  const std::string text = run_metrics(run, kText);
+  EXPECT_NE(text.find("bpfscope_lost_events_total{tool=\"biolatency\"} 0\n"
+                      "bpfscope_lost_events_total{tool=\"tcplife\"} 5\n"),
+            std::string::npos)
+      << text;
+  expect_promtool_accepts(text, kText);
+  EXPECT_NE(run_metrics(RunMetrics{.version = "0.1.0"}, kText).find("\nbpfscope_lost_events_total 0\n"),
+            std::string::npos);
+}
+
 TEST(Metrics, RunFamilies) {
   const RunMetrics run{.version = "0.1.0",
-                       .lost_events = 3,
+                       .lost_events = {{"", 3}},
                        .map_full = {{"@b", 0}, {"@a", 2}},
                        .probe_skipped = {{"tracepoint:sched:sched_switch", 5}},
                        .probes = {{"tracepoint:sched:sched_switch", "tracepoint"}, {"kprobe:vfs_read", "fentry"}},

@@ -75,6 +75,10 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(value(page, "bpfscope_tcplife_sessions_total", comm=comm, rport=port), 5)
                 self.assertGreater(value(page, "bpfscope_runqlat_usecs_count"), 0)
                 self.assertEqual(value(page, "bpfscope_map_full_total", map="@usecs", tool="runqlat"), 0)
+                # Lost events: a series per tool.
+                lost = {dict(k[1]).get("tool") for k in page if k[0] == "bpfscope_lost_events_total"}
+                self.assertEqual(lost, {"biolatency", "tcplife", "runqlat"}, body)
+                self.assertEqual(value(page, "bpfscope_lost_events_total", tool="tcplife"), 0)
                 # The tools' working maps are not served.
                 self.assertNotIn("bpfscope_birth", body)
                 self.assertNotIn("bpfscope_start", body)
