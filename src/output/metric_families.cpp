@@ -269,11 +269,11 @@ constexpr std::array kRunFamilies = {
               [](MetricFamily& f, const RunMetrics& run) {
                 // One series per tool (`serve`), none labelled for a script;
                 // served even before a session has counted anything.
-                if (run.lost_events.empty()) add_series(f, {}, 0);
-                auto lost = run.lost_events;
-                std::stable_sort(lost.begin(), lost.end(), [](const auto& a, const auto& b) { return a.tool < b.tool; });
-                for (const auto& l : lost)
-                  add_series(f, l.tool.empty() ? Labels{} : Labels{{"tool", utf8_text(l.tool)}}, l.count);
+                std::map<std::string, uint64_t> by_tool;
+                for (const auto& l : run.lost_events) by_tool[l.tool] += l.count;
+                if (by_tool.empty()) by_tool[""] = 0;
+                for (const auto& [tool, n] : by_tool)
+                  add_series(f, tool.empty() ? Labels{} : Labels{{"tool", utf8_text(tool)}}, n);
               }},
     RunFamily{"bpfscope_map_full", MetricType::Counter, "Map updates that failed because the map was full",
               [](MetricFamily& f, const RunMetrics& run) { add_each(f, "map", run.map_full); }},

@@ -660,13 +660,14 @@ bpfscope_depth_count{other="true"} 3
 
 // ---- the run's families and the page ----
 
-// `serve`: a lost-events series per tool, sorted by tool; with no session
-// yet, one unlabelled 0.
+// `serve`: a lost-events series per tool, sorted by tool (sessions of one
+// tool add up); with no session yet, one unlabelled 0.
 TEST(Metrics, LostEventsPerTool) {
-  const RunMetrics run{.version = "0.1.0", .lost_events = {{"", 5, "tcplife"}, {"", 0, "biolatency"}}};
+  const RunMetrics run{.version = "0.1.0",
+                       .lost_events = {{"", 5, "tcplife"}, {"", 0, "biolatency"}, {"", 2, "tcplife"}}};
   const std::string text = run_metrics(run, kText);
   EXPECT_NE(text.find("bpfscope_lost_events_total{tool=\"biolatency\"} 0\n"
-                      "bpfscope_lost_events_total{tool=\"tcplife\"} 5\n"),
+                      "bpfscope_lost_events_total{tool=\"tcplife\"} 7\n"),
             std::string::npos)
       << text;
   expect_promtool_accepts(text, kText);
