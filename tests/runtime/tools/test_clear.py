@@ -2,9 +2,10 @@
 getppid() loop runs on one CPU, an interval on the other prints and clears
 (or zeroes) the map every millisecond, and the printed values add up to the
 calls made, exactly. A probe that looked an entry up just before user space
-took it out would otherwise add to an entry already read (about one clear
-in ten lost a count, measured before the maps were swapped). With
---prometheus, the served counters end at the calls made too."""
+took it out would otherwise add to an entry already read: before the maps
+were swapped, 164 of 1,000,000 calls were lost this way, and 1,950 to
+zero() (docs/accuracy.md). With --prometheus, the served counters end at
+the calls made too."""
 import os
 import re
 import subprocess
